@@ -1,0 +1,451 @@
+//! The fast CPU labeler: run-based union-find over horizontal strips, in parallel, with a border merge.
+//!
+//! Each row is turned into bit masks (occupancy and "joined to the left neighbour"), so runs of
+//! joined sites are found 64 columns at a time, and each run, not each site, is one union-find node.
+//! Two rows are merged with one union per *maximal* stretch of vertical links (a stretch lies
+//! inside one run of each row), and, for 8-connectivity, with a diagonal union only where no
+//! vertical link already joins the two runs. Strips are labeled in parallel with local union-find
+//! forests; their forests are concatenated, the seams (and, on a torus, the wrapping edges) are
+//! merged, the roots are numbered in raster order in parallel, and a last parallel pass writes each
+//! site's label from its run's number.
+//!
+//! Bytes moved: the input is read once and the labels written once; the runs' union-find arrays
+//! (a few `u32` per run) are the only other traffic.
+
+use super::union_find::{find_readonly, number_roots, union};
+use crate::lattice::{Boundary, Connectivity};
+use crate::rule::{shl1, shr1, words, JoinRule, WORD};
+use ndarray::{ArrayViewMut2, Axis};
+use rayon::prelude::*;
+use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
+
+/// Per-row scratch masks, `words(w)` long each.
+#[derive(Default)]
+struct RowTemps {
+    left_c: Vec<u64>,
+    left_p: Vec<u64>,
+    up: Vec<u64>,
+    diag: Vec<u64>,
+    a: Vec<u64>,
+    b: Vec<u64>,
+    cum_c: Vec<u32>,
+    cum_p: Vec<u32>,
+}
+
+impl RowTemps {
+    fn resize(&mut self, nw: usize) {
+        for v in [
+            &mut self.left_c,
+            &mut self.left_p,
+            &mut self.up,
+            &mut self.diag,
+            &mut self.a,
+            &mut self.b,
+        ] {
+            v.resize(nw, 0);
+        }
+        self.cum_c.resize(nw, 0);
+        self.cum_p.resize(nw, 0);
+    }
+}
+
+/// One horizontal strip: its rows' masks and its local union-find forest.
+#[derive(Default)]
+struct Strip {
+    y0: usize,
+    rows: usize,
+    /// Occupancy bits, `rows × words(w)`.
+    occ: Vec<u64>,
+    /// Run-start bits (occupied and not joined to the left neighbour).
+    starts: Vec<u64>,
+    /// Local label of each row's first run, and the row's number of runs.
+    row_base: Vec<u32>,
+    row_runs: Vec<u32>,
+    /// Local union-find forest over the strip's runs.
+    parent: Vec<u32>,
+    /// Global label of the strip's first run.
+    offset: u32,
+    temps: RowTemps,
+}
+
+/// A row as the merge sees it.
+#[derive(Clone, Copy)]
+struct Row<'a> {
+    y: usize,
+    occ: &'a [u64],
+    starts: &'a [u64],
+    /// Label of the row's first run.
+    base: u32,
+    runs: u32,
+}
+
+impl Strip {
+    fn row(&self, r: usize, nw: usize) -> Row<'_> {
+        Row {
+            y: self.y0 + r,
+            occ: &self.occ[r * nw..(r + 1) * nw],
+            starts: &self.starts[r * nw..(r + 1) * nw],
+            base: self.offset + self.row_base[r],
+            runs: self.row_runs[r],
+        }
+    }
+}
+
+/// The strip labeler's buffers, kept between calls so that a reused labeler does not allocate.
+#[derive(Default)]
+pub(crate) struct Scratch {
+    strips: Vec<Strip>,
+    /// Global union-find forest (the strips' forests, concatenated).
+    parent: Vec<u32>,
+    /// `number[1 + label]`: the final cluster number of each run; `number[0]` is 0.
+    number: Vec<AtomicU32>,
+    seam: RowTemps,
+}
+
+/// Cumulative popcounts of `starts` before each word.
+#[inline]
+fn prefix_counts(starts: &[u64], cum: &mut [u32]) {
+    let mut c = 0;
+    for (k, &s) in cum.iter_mut().zip(starts) {
+        *k = c;
+        c += s.count_ones();
+    }
+}
+
+/// Label of the run that contains column `x` of a row (which must be occupied).
+#[inline]
+fn run_at(row: &Row<'_>, cum: &[u32], x: usize) -> u32 {
+    let (i, j) = (x / WORD, x % WORD);
+    let m = row.starts[i] & (u64::MAX >> (63 - j));
+    row.base + cum[i] + m.count_ones() - 1
+}
+
+/// Calls `f(x)` for each set bit `x` of the word sequence produced by `word(i)`.
+#[inline]
+fn for_each_bit(nw: usize, mut word: impl FnMut(usize) -> u64, mut f: impl FnMut(usize)) {
+    for i in 0..nw {
+        let mut m = word(i);
+        while m != 0 {
+            f(i * WORD + m.trailing_zeros() as usize);
+            m &= m - 1;
+        }
+    }
+}
+
+/// Joins the runs of `cur` to those of `prev` (the row above `cur`, or the wrapping row).
+fn merge_rows<R: JoinRule>(
+    rule: &R,
+    eight: bool,
+    cur: Row<'_>,
+    prev: Row<'_>,
+    t: &mut RowTemps,
+    mut join: impl FnMut(u32, u32),
+) {
+    let nw = cur.occ.len();
+    t.resize(nw);
+    prefix_counts(cur.starts, &mut t.cum_c);
+    prefix_counts(prev.starts, &mut t.cum_p);
+    for i in 0..nw {
+        t.left_c[i] = cur.occ[i] & !cur.starts[i];
+        t.left_p[i] = prev.occ[i] & !prev.starts[i];
+    }
+    rule.link_bits(cur.y, prev.y, 0, cur.occ, prev.occ, &mut t.up);
+    // A vertical link continues the previous one when both rows' runs continue too: skip it.
+    shl1(&t.up, &mut t.a);
+    let t_ = &*t;
+    for_each_bit(
+        nw,
+        |i| t_.up[i] & !(t_.a[i] & t_.left_c[i] & t_.left_p[i]),
+        |x| join(run_at(&cur, &t_.cum_c, x), run_at(&prev, &t_.cum_p, x)),
+    );
+    if !eight {
+        return;
+    }
+    // (y, x)–(yp, x−1) is redundant when (y, x−1) or (yp, x) bridges it through vertical links.
+    rule.link_bits(cur.y, prev.y, -1, cur.occ, prev.occ, &mut t.diag);
+    let t_ = &*t;
+    for_each_bit(
+        nw,
+        |i| t_.diag[i] & !((t_.left_c[i] & t_.a[i]) | (t_.up[i] & t_.left_p[i])),
+        |x| join(run_at(&cur, &t_.cum_c, x), run_at(&prev, &t_.cum_p, x - 1)),
+    );
+    // (y, x)–(yp, x+1) is redundant when (y, x+1) or (yp, x) bridges it.
+    rule.link_bits(cur.y, prev.y, 1, cur.occ, prev.occ, &mut t.diag);
+    for i in 0..nw {
+        t.b[i] = t.left_c[i] & t.up[i];
+    }
+    shr1(&t.b, &mut t.a);
+    shr1(&t.left_p, &mut t.b);
+    let t_ = &*t;
+    for_each_bit(
+        nw,
+        |i| t_.diag[i] & !(t_.a[i] | (t_.up[i] & t_.b[i])),
+        |x| join(run_at(&cur, &t_.cum_c, x), run_at(&prev, &t_.cum_p, x + 1)),
+    );
+}
+
+/// Phase 1: masks, runs and the local forest of one strip.
+fn label_strip<R: JoinRule>(rule: &R, eight: bool, s: &mut Strip, nw: usize) {
+    let rows = s.rows;
+    s.occ.resize(rows * nw, 0);
+    s.starts.resize(rows * nw, 0);
+    s.row_base.resize(rows, 0);
+    s.row_runs.resize(rows, 0);
+    s.parent.clear();
+    s.offset = 0;
+    s.temps.resize(nw);
+    for r in 0..rows {
+        let y = s.y0 + r;
+        {
+            let occ = &mut s.occ[r * nw..(r + 1) * nw];
+            rule.row_bits(y, occ, &mut s.temps.left_c);
+            let starts = &mut s.starts[r * nw..(r + 1) * nw];
+            let mut n = 0;
+            for ((st, &o), &l) in starts.iter_mut().zip(occ.iter()).zip(&s.temps.left_c) {
+                *st = o & !l;
+                n += st.count_ones();
+            }
+            let base = s.parent.len() as u32;
+            s.parent.extend(base..base + n);
+            s.row_base[r] = base;
+            s.row_runs[r] = n;
+        }
+        if r > 0 {
+            let Strip {
+                occ,
+                starts,
+                row_base,
+                row_runs,
+                parent,
+                temps,
+                y0,
+                ..
+            } = s;
+            let row = |r: usize| Row {
+                y: *y0 + r,
+                occ: &occ[r * nw..(r + 1) * nw],
+                starts: &starts[r * nw..(r + 1) * nw],
+                base: row_base[r],
+                runs: row_runs[r],
+            };
+            merge_rows(rule, eight, row(r), row(r - 1), temps, |a, b| {
+                union(parent, a, b)
+            });
+        }
+    }
+}
+
+/// The strip and row index holding lattice row `y`, for strips of `chunk` rows.
+#[inline]
+fn locate(y: usize, chunk: usize) -> (usize, usize) {
+    (y / chunk, y % chunk)
+}
+
+/// Labels the lattice of `rule` into `out` (scipy numbering); returns the number of clusters.
+/// Runs on the current rayon pool with up to `strips` strips.
+pub(crate) fn label<R: JoinRule>(
+    rule: &R,
+    connectivity: Connectivity,
+    boundary: Boundary,
+    strips: usize,
+    scratch: &mut Scratch,
+    mut out: ArrayViewMut2<'_, u32>,
+) -> usize {
+    let (h, w) = rule.dim();
+    if h == 0 || w == 0 {
+        return 0;
+    }
+    let eight = connectivity == Connectivity::Eight;
+    let nw = words(w);
+    // Strips of at least 16 rows: thinner ones cost more in seams than they gain.
+    let chunk = h.div_ceil(strips.clamp(1, h.div_ceil(16).max(1)));
+    let nstrips = h.div_ceil(chunk);
+    scratch.strips.resize_with(nstrips, Strip::default);
+    for (k, s) in scratch.strips.iter_mut().enumerate() {
+        s.y0 = k * chunk;
+        s.rows = chunk.min(h - s.y0);
+    }
+
+    // Phase 1: strips in parallel.
+    scratch
+        .strips
+        .par_iter_mut()
+        .for_each(|s| label_strip(rule, eight, s, nw));
+
+    // Concatenate the forests, shifting each strip's labels by its offset.
+    let mut total = 0u32;
+    for s in scratch.strips.iter_mut() {
+        s.offset = total;
+        total += s.parent.len() as u32;
+    }
+    let n = total as usize;
+    let Scratch {
+        strips,
+        parent,
+        number,
+        seam,
+    } = scratch;
+    if nstrips == 1 {
+        std::mem::swap(parent, &mut strips[0].parent);
+    } else {
+        parent.resize(n, 0);
+        let mut rest: &mut [u32] = parent;
+        let mut chunks = Vec::with_capacity(nstrips);
+        for s in strips.iter() {
+            let (head, tail) = rest.split_at_mut(s.parent.len());
+            chunks.push(head);
+            rest = tail;
+        }
+        chunks
+            .into_par_iter()
+            .zip(strips.par_iter())
+            .for_each(|(dst, s)| {
+                for (d, &p) in dst.iter_mut().zip(&s.parent) {
+                    *d = p + s.offset;
+                }
+            });
+    }
+
+    // Seams between strips, then the wrapping edges.
+    let row_of = |y: usize| {
+        let (k, r) = locate(y, chunk);
+        strips[k].row(r, nw)
+    };
+    for k in 1..nstrips {
+        let y = strips[k].y0;
+        merge_rows(rule, eight, row_of(y), row_of(y - 1), seam, |a, b| {
+            union(parent, a, b)
+        });
+    }
+    if boundary.wraps_y() {
+        merge_rows(rule, eight, row_of(0), row_of(h - 1), seam, |a, b| {
+            union(parent, a, b)
+        });
+    }
+    if boundary.wraps_x() {
+        let first = |r: &Row<'_>| r.base;
+        let last = |r: &Row<'_>| r.base + r.runs - 1;
+        for y in 0..h {
+            let cur = row_of(y);
+            if rule.joined((y, 0), (y, w - 1)) {
+                union(parent, first(&cur), last(&cur));
+            }
+            let yp = match (y, boundary.wraps_y()) {
+                (0, false) => continue,
+                (0, true) => h - 1,
+                _ => y - 1,
+            };
+            if eight {
+                let prev = row_of(yp);
+                if rule.joined((y, 0), (yp, w - 1)) {
+                    union(parent, first(&cur), last(&prev));
+                }
+                if rule.joined((y, w - 1), (yp, 0)) {
+                    union(parent, last(&cur), first(&prev));
+                }
+            }
+        }
+    }
+
+    // Number the roots in raster order.
+    number.resize_with(n + 1, || AtomicU32::new(0));
+    let count = if nstrips == 1 {
+        let nums = as_mut_u32(number);
+        nums[0] = 0;
+        number_roots(parent, nums, 1)
+    } else {
+        number_parallel(strips, parent, number)
+    };
+
+    // Write each site's label from its run's number.
+    let parts: Vec<_> = out.axis_chunks_iter_mut(Axis(0), chunk).collect();
+    parts
+        .into_par_iter()
+        .zip(strips.par_iter())
+        .for_each(|(mut rows, s)| {
+            for (r, mut out_row) in rows.axis_iter_mut(Axis(0)).enumerate() {
+                let row = s.row(r, nw);
+                match out_row.as_slice_mut() {
+                    Some(dst) => write_row(&row, number, dst),
+                    None => {
+                        let mut tmp = vec![0u32; w];
+                        write_row(&row, number, &mut tmp);
+                        out_row.iter_mut().zip(&tmp).for_each(|(d, &v)| *d = v);
+                    }
+                }
+            }
+        });
+    if nstrips == 1 {
+        std::mem::swap(parent, &mut strips[0].parent);
+    }
+    count as usize
+}
+
+/// `&mut [AtomicU32]` as `&mut [u32]`: exclusive access makes plain writes fine.
+fn as_mut_u32(a: &mut [AtomicU32]) -> &mut [u32] {
+    // SAFETY: AtomicU32 has the same size and alignment as u32, and the borrow is exclusive.
+    unsafe { std::slice::from_raw_parts_mut(a.as_mut_ptr().cast::<u32>(), a.len()) }
+}
+
+/// Numbers the roots of `parent` in raster order with one pass per strip in parallel: count the
+/// strips' roots, give each strip its first number, number the roots, then map every other
+/// label to its root's number (reading other strips' roots: hence the atomics).
+fn number_parallel(strips: &[Strip], parent: &[u32], number: &[AtomicU32]) -> u32 {
+    let range = |s: &Strip| s.offset as usize..s.offset as usize + s.parent.len();
+    let roots: Vec<u32> = strips
+        .par_iter()
+        .map(|s| range(s).filter(|&x| parent[x] as usize == x).count() as u32)
+        .collect();
+    let mut firsts = Vec::with_capacity(strips.len());
+    let mut acc = 0u32;
+    for &r in &roots {
+        firsts.push(acc);
+        acc += r;
+    }
+    number[0].store(0, Relaxed);
+    strips.par_iter().zip(&firsts).for_each(|(s, &first)| {
+        let mut k = first;
+        for x in range(s) {
+            if parent[x] as usize == x {
+                k += 1;
+                number[x + 1].store(k, Relaxed);
+            }
+        }
+    });
+    strips.par_iter().for_each(|s| {
+        let lo = s.offset;
+        for x in range(s) {
+            let p = parent[x];
+            if p as usize != x {
+                // Parents precede their children: a parent inside the strip is already numbered.
+                let r = if p >= lo { p } else { find_readonly(parent, p) };
+                number[x + 1].store(number[r as usize + 1].load(Relaxed), Relaxed);
+            }
+        }
+    });
+    acc
+}
+
+/// Writes one row of labels: each occupied site gets its run's cluster number, empty sites 0.
+#[inline]
+fn write_row(row: &Row<'_>, number: &[AtomicU32], dst: &mut [u32]) {
+    // `k` indexes `number` (= label + 1) of the current run; before the row's first run it points
+    // at the previous label (or the 0 entry), whose value the occupancy mask discards.
+    let mut k = row.base as usize;
+    for (i, out) in dst.chunks_mut(WORD).enumerate() {
+        let (o, s) = (row.occ[i], row.starts[i]);
+        if o == 0 {
+            out.fill(0);
+            continue;
+        }
+        if s == 0 && o == u64::MAX {
+            out.fill(number[k].load(Relaxed));
+            continue;
+        }
+        for (j, d) in out.iter_mut().enumerate() {
+            k += ((s >> j) & 1) as usize;
+            let keep = 0u32.wrapping_sub(((o >> j) & 1) as u32);
+            *d = number[k].load(Relaxed) & keep;
+        }
+    }
+}

@@ -1,0 +1,61 @@
+//! The crate's one error type.
+
+use std::path::PathBuf;
+
+/// Everything that can go wrong in clusterlab.
+///
+/// Bad input gets one of these, never a panic. The enum is `#[non_exhaustive]`: new
+/// backends and file formats add variants without a breaking release.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum Error {
+    /// The output array does not have the lattice's shape.
+    #[error("output shape {found:?} does not match the lattice shape {expected:?}")]
+    ShapeMismatch {
+        /// The lattice's shape `[height, width]`.
+        expected: [usize; 2],
+        /// The output's shape.
+        found: [usize; 2],
+    },
+    /// The lattice has more sites than `u32` labels can number.
+    #[error("lattice of {sites} sites is too large: u32 labels number at most {max} sites")]
+    TooManySites {
+        /// Sites in the lattice.
+        sites: usize,
+        /// The largest supported number of sites.
+        max: usize,
+    },
+    /// A setting that cannot be used as given (with the reason).
+    #[error("invalid argument: {0}")]
+    InvalidArgument(String),
+    /// An input or output file could not be read or written.
+    #[error("{path}: {source}")]
+    Io {
+        /// The file concerned.
+        path: PathBuf,
+        /// The underlying I/O error.
+        source: std::io::Error,
+    },
+    /// A file holds something other than a 2-D lattice of a supported type.
+    #[error("{path}: {reason}")]
+    BadInput {
+        /// The file concerned.
+        path: PathBuf,
+        /// What is wrong with it, in a few words.
+        reason: String,
+    },
+    /// An HDF5 operation failed.
+    #[error("{path}: HDF5: {message}")]
+    Hdf5 {
+        /// The file concerned.
+        path: PathBuf,
+        /// The HDF5 library's message.
+        message: String,
+    },
+    /// The CUDA backend was asked for but cannot be used here (with the reason).
+    #[error("CUDA unavailable: {0}")]
+    CudaUnavailable(String),
+}
+
+/// Short for `Result<T, clusterlab::Error>`.
+pub type Result<T, E = Error> = std::result::Result<T, E>;

@@ -1,0 +1,1 @@
+//! Reading lattices and writing labels: `.npy` and `.h5`, written atomically.

@@ -1,0 +1,161 @@
+//! What a lattice is: neighbourhoods, boundaries and the site types that can be labeled.
+
+use std::fmt;
+use std::str::FromStr;
+
+/// Which neighbours of a site can join its cluster.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Connectivity {
+    /// The four edge neighbours (von Neumann neighbourhood): site percolation on the square lattice.
+    #[default]
+    Four,
+    /// The four edge neighbours and the four diagonals (Moore neighbourhood).
+    Eight,
+}
+
+impl Connectivity {
+    /// The number of neighbours a site has: 4 or 8.
+    pub fn neighbours(self) -> usize {
+        match self {
+            Connectivity::Four => 4,
+            Connectivity::Eight => 8,
+        }
+    }
+}
+
+impl fmt::Display for Connectivity {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}", self.neighbours())
+    }
+}
+
+impl FromStr for Connectivity {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "4" | "four" => Ok(Connectivity::Four),
+            "8" | "eight" => Ok(Connectivity::Eight),
+            _ => Err(crate::Error::InvalidArgument(format!(
+                "connectivity must be 4 or 8, not {s:?}"
+            ))),
+        }
+    }
+}
+
+/// What lies beyond the lattice's edges.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Boundary {
+    /// Nothing: edge sites have fewer neighbours.
+    #[default]
+    Open,
+    /// A torus: both axes wrap (row 0 neighbours row h−1, column 0 neighbours column w−1, and,
+    /// for 8-connectivity, the corners neighbour each other diagonally).
+    Periodic,
+    /// A cylinder that wraps in `x` only (column 0 neighbours column w−1).
+    PeriodicX,
+    /// A cylinder that wraps in `y` only (row 0 neighbours row h−1).
+    PeriodicY,
+}
+
+impl Boundary {
+    /// Whether column 0 neighbours column w−1.
+    pub fn wraps_x(self) -> bool {
+        matches!(self, Boundary::Periodic | Boundary::PeriodicX)
+    }
+    /// Whether row 0 neighbours row h−1.
+    pub fn wraps_y(self) -> bool {
+        matches!(self, Boundary::Periodic | Boundary::PeriodicY)
+    }
+    /// The name used on the command line and in files: `open`, `periodic`, `periodic-x`, `periodic-y`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Boundary::Open => "open",
+            Boundary::Periodic => "periodic",
+            Boundary::PeriodicX => "periodic-x",
+            Boundary::PeriodicY => "periodic-y",
+        }
+    }
+}
+
+impl fmt::Display for Boundary {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Boundary {
+    type Err = crate::Error;
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "open" => Ok(Boundary::Open),
+            "periodic" | "torus" => Ok(Boundary::Periodic),
+            "periodic-x" => Ok(Boundary::PeriodicX),
+            "periodic-y" => Ok(Boundary::PeriodicY),
+            _ => Err(crate::Error::InvalidArgument(format!(
+                "boundary must be open, periodic, periodic-x or periodic-y, not {s:?}"
+            ))),
+        }
+    }
+}
+
+pub(crate) mod sealed {
+    use crate::backend::Input;
+    use ndarray::ArrayView2;
+
+    /// Seals [`SiteValue`](super::SiteValue) and converts a typed view to the backends' input.
+    #[allow(private_interfaces)]
+    pub trait Sealed: Sized {
+        fn input(view: ArrayView2<'_, Self>) -> Input<'_>;
+    }
+    macro_rules! sealed {
+        ($t:ty, $v:ident) => {
+            #[allow(private_interfaces)]
+            impl Sealed for $t {
+                fn input(view: ArrayView2<'_, Self>) -> Input<'_> {
+                    Input::$v(view)
+                }
+            }
+        };
+    }
+    sealed!(u8, U8);
+    sealed!(u16, U16);
+    sealed!(u32, U32);
+}
+
+/// A site type that can be labeled: `u8`, `u16` or `u32`. Zero is empty, anything else occupied;
+/// in segment mode, neighbours join only when they hold the same nonzero value.
+///
+/// Sealed: the backends have a fast path for each of these types.
+pub trait SiteValue: sealed::Sealed + Copy + Eq + Send + Sync + fmt::Debug + 'static {
+    /// The empty value.
+    const ZERO: Self;
+    /// Whether the site is occupied (nonzero).
+    #[inline]
+    fn is_occupied(self) -> bool {
+        self != Self::ZERO
+    }
+}
+
+impl SiteValue for u8 {
+    const ZERO: Self = 0;
+}
+impl SiteValue for u16 {
+    const ZERO: Self = 0;
+}
+impl SiteValue for u32 {
+    const ZERO: Self = 0;
+}
+
+/// The most sites a lattice may have: labels and provisional labels are `u32`, and 0 means empty.
+pub const MAX_SITES: usize = u32::MAX as usize - 1;
+
+/// Checks the site count against [`MAX_SITES`].
+pub(crate) fn check_size(h: usize, w: usize) -> crate::Result<()> {
+    match h.checked_mul(w) {
+        Some(n) if n <= MAX_SITES => Ok(()),
+        n => Err(crate::Error::TooManySites {
+            sites: n.unwrap_or(usize::MAX),
+            max: MAX_SITES,
+        }),
+    }
+}

@@ -1,0 +1,260 @@
+//! "Are these two neighbouring sites joined?" — the one question every labeling algorithm asks.
+//!
+//! The union-find cores in [`crate::cpu`] are generic over [`JoinRule`], so occupancy lattices,
+//! same-value segments and (later) bond-masked Swendsen–Wang configurations share one implementation.
+//! A rule answers per site pair ([`JoinRule::joined`], used by the oracle and the classic
+//! Hoshen–Kopelman scan) and per row as bit masks ([`JoinRule::row_bits`], [`JoinRule::link_bits`],
+//! used by the fast strip labeler); the two must agree, and the tests check that they do.
+
+use crate::lattice::SiteValue;
+use ndarray::ArrayView2;
+
+/// Bits of row words: bit `j` of word `i` is column `64 i + j`.
+pub(crate) const WORD: usize = 64;
+
+/// Number of 64-bit words for `w` columns.
+#[inline]
+pub(crate) fn words(w: usize) -> usize {
+    w.div_ceil(WORD)
+}
+
+/// The rule that decides which neighbouring sites are joined.
+pub(crate) trait JoinRule: Sync {
+    /// `(height, width)`.
+    fn dim(&self) -> (usize, usize);
+    /// Whether site `(y, x)` is occupied.
+    fn occupied(&self, y: usize, x: usize) -> bool;
+    /// Whether the two neighbouring sites `a` and `b` (as `(y, x)`) are joined. False when either is empty.
+    fn joined(&self, a: (usize, usize), b: (usize, usize)) -> bool;
+    /// Row `y` as bits: `occ` (occupied) and `left` (bit `x` set when `(y, x)` is joined to
+    /// `(y, x − 1)`; bit 0 is never set: wrapping is the caller's business).
+    fn row_bits(&self, y: usize, occ: &mut [u64], left: &mut [u64]);
+    /// Bit `x` of `out` is set when `(y, x)` is joined to `(yp, x + dx)`, for `dx` in −1, 0, 1 and
+    /// `x + dx` inside the row (no wrapping). `occ` and `occ_p` are the two rows' occupancy bits.
+    fn link_bits(
+        &self,
+        y: usize,
+        yp: usize,
+        dx: isize,
+        occ: &[u64],
+        occ_p: &[u64],
+        out: &mut [u64],
+    );
+}
+
+/// `out = bits shifted towards higher columns by one` (bit x ← bit x − 1).
+#[inline]
+pub(crate) fn shl1(bits: &[u64], out: &mut [u64]) {
+    let mut carry = 0u64;
+    for (o, &b) in out.iter_mut().zip(bits) {
+        *o = (b << 1) | carry;
+        carry = b >> 63;
+    }
+}
+
+/// `out = bits shifted towards lower columns by one` (bit x ← bit x + 1).
+#[inline]
+pub(crate) fn shr1(bits: &[u64], out: &mut [u64]) {
+    let n = bits.len();
+    for i in 0..n {
+        let next = if i + 1 < n { bits[i + 1] << 63 } else { 0 };
+        out[i] = (bits[i] >> 1) | next;
+    }
+}
+
+/// Occupancy bits of a row of sites: bit x set when `row[x]` is nonzero.
+pub(crate) fn pack_occupied<T: SiteValue>(row: &[T], occ: &mut [u64]) {
+    if let Some(bytes) = as_bytes(row) {
+        pack_nonzero_u8(bytes, occ);
+        return;
+    }
+    for (i, o) in occ.iter_mut().enumerate() {
+        let chunk = &row[i * WORD..row.len().min((i + 1) * WORD)];
+        let mut m = 0u64;
+        for (j, &v) in chunk.iter().enumerate() {
+            m |= (v.is_occupied() as u64) << j;
+        }
+        *o = m;
+    }
+}
+
+/// The row as bytes when `T` is `u8`.
+#[inline]
+fn as_bytes<T: SiteValue>(row: &[T]) -> Option<&[u8]> {
+    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<u8>() {
+        // SAFETY: T is u8, so the slice is a byte slice of the same length.
+        Some(unsafe { std::slice::from_raw_parts(row.as_ptr().cast::<u8>(), row.len()) })
+    } else {
+        None
+    }
+}
+
+/// Nonzero bytes to bits, 16 bytes per SSE2 compare (SSE2 is part of x86-64).
+fn pack_nonzero_u8(row: &[u8], occ: &mut [u64]) {
+    let full = row.len() / WORD;
+    #[cfg(target_arch = "x86_64")]
+    {
+        use std::arch::x86_64::*;
+        for (i, o) in occ.iter_mut().enumerate().take(full) {
+            let p = row[i * WORD..].as_ptr();
+            // SAFETY: 64 bytes from p are in bounds (i < full); SSE2 is always present on x86-64.
+            *o = unsafe {
+                let zero = _mm_setzero_si128();
+                let mut m = 0u64;
+                for k in 0..4 {
+                    let v = _mm_loadu_si128(p.add(16 * k).cast());
+                    let z = _mm_movemask_epi8(_mm_cmpeq_epi8(v, zero)) as u32 as u64;
+                    m |= (!z & 0xffff) << (16 * k);
+                }
+                m
+            };
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    for (i, o) in occ.iter_mut().enumerate().take(full) {
+        let mut m = 0u64;
+        for (j, &v) in row[i * WORD..(i + 1) * WORD].iter().enumerate() {
+            m |= ((v != 0) as u64) << j;
+        }
+        *o = m;
+    }
+    if full < occ.len() {
+        let mut m = 0u64;
+        for (j, &v) in row[full * WORD..].iter().enumerate() {
+            m |= ((v != 0) as u64) << j;
+        }
+        occ[full] = m;
+    }
+}
+
+/// Bits of the links `(y, x)`–`(yp, x + dx)` given both rows' occupancy, for rules where any two
+/// occupied neighbours are joined.
+#[inline]
+pub(crate) fn occupancy_links(dx: isize, occ: &[u64], occ_p: &[u64], out: &mut [u64]) {
+    match dx {
+        0 => {
+            for ((o, &a), &b) in out.iter_mut().zip(occ).zip(occ_p) {
+                *o = a & b;
+            }
+        }
+        -1 => {
+            shl1(occ_p, out);
+            for (o, &a) in out.iter_mut().zip(occ) {
+                *o &= a;
+            }
+        }
+        _ => {
+            shr1(occ_p, out);
+            for (o, &a) in out.iter_mut().zip(occ) {
+                *o &= a;
+            }
+        }
+    }
+}
+
+/// Occupancy: any two occupied neighbours are joined.
+pub(crate) struct Occupancy<'a, T> {
+    pub lattice: ArrayView2<'a, T>,
+}
+
+impl<T: SiteValue> JoinRule for Occupancy<'_, T> {
+    fn dim(&self) -> (usize, usize) {
+        self.lattice.dim()
+    }
+    #[inline]
+    fn occupied(&self, y: usize, x: usize) -> bool {
+        self.lattice[[y, x]].is_occupied()
+    }
+    #[inline]
+    fn joined(&self, a: (usize, usize), b: (usize, usize)) -> bool {
+        self.occupied(a.0, a.1) && self.occupied(b.0, b.1)
+    }
+    fn row_bits(&self, y: usize, occ: &mut [u64], left: &mut [u64]) {
+        let row = self.lattice.row(y);
+        match row.as_slice() {
+            Some(r) => pack_occupied(r, occ),
+            None => pack_occupied(&row.to_vec(), occ),
+        }
+        shl1(occ, left);
+        for (l, &o) in left.iter_mut().zip(occ.iter()) {
+            *l &= o;
+        }
+    }
+    fn link_bits(
+        &self,
+        _y: usize,
+        _yp: usize,
+        dx: isize,
+        occ: &[u64],
+        occ_p: &[u64],
+        out: &mut [u64],
+    ) {
+        occupancy_links(dx, occ, occ_p, out);
+    }
+}
+
+/// Segments: neighbours join only when they hold the same nonzero value.
+pub(crate) struct Segments<'a, T> {
+    pub lattice: ArrayView2<'a, T>,
+}
+
+impl<T: SiteValue> Segments<'_, T> {
+    /// Bits where `a[x] == b[x + dx]` and `a[x]` is nonzero, `x + dx` inside the row.
+    fn equal_bits(a: &[T], b: &[T], dx: isize, out: &mut [u64]) {
+        let w = a.len();
+        out.fill(0);
+        let (lo, hi) = match dx {
+            -1 => (1.min(w), w),
+            1 => (0, w.saturating_sub(1)),
+            _ => (0, w),
+        };
+        for x in lo..hi {
+            let v = a[x];
+            let same = v.is_occupied() && v == b[(x as isize + dx) as usize];
+            out[x / WORD] |= (same as u64) << (x % WORD);
+        }
+    }
+}
+
+impl<T: SiteValue> JoinRule for Segments<'_, T> {
+    fn dim(&self) -> (usize, usize) {
+        self.lattice.dim()
+    }
+    #[inline]
+    fn occupied(&self, y: usize, x: usize) -> bool {
+        self.lattice[[y, x]].is_occupied()
+    }
+    #[inline]
+    fn joined(&self, a: (usize, usize), b: (usize, usize)) -> bool {
+        let va = self.lattice[[a.0, a.1]];
+        va.is_occupied() && va == self.lattice[[b.0, b.1]]
+    }
+    fn row_bits(&self, y: usize, occ: &mut [u64], left: &mut [u64]) {
+        let row = self.lattice.row(y);
+        let owned;
+        let r = match row.as_slice() {
+            Some(r) => r,
+            None => {
+                owned = row.to_vec();
+                &owned
+            }
+        };
+        pack_occupied(r, occ);
+        Self::equal_bits(r, r, -1, left);
+    }
+    fn link_bits(
+        &self,
+        y: usize,
+        yp: usize,
+        dx: isize,
+        _occ: &[u64],
+        _occ_p: &[u64],
+        out: &mut [u64],
+    ) {
+        let (a, b) = (self.lattice.row(y), self.lattice.row(yp));
+        match (a.as_slice(), b.as_slice()) {
+            (Some(a), Some(b)) => Self::equal_bits(a, b, dx, out),
+            _ => Self::equal_bits(&a.to_vec(), &b.to_vec(), dx, out),
+        }
+    }
+}
