@@ -20,6 +20,17 @@ pub enum Algorithm {
     HoshenKopelman,
     /// Run-based union-find over horizontal strips labeled in parallel, then a border merge (CPU).
     Strips,
+    /// HA4 (Hennequin et al. 2018): one warp per row segment with bitmask run detection, union-find
+    /// at segment starts, a horizontal border merge and relabeling (GPU, 4-connectivity).
+    Ha4,
+    /// Label equivalence (Kalentev et al. 2011): iterated scanning and analysis until a done flag
+    /// stays clear (GPU).
+    LabelEquivalence,
+    /// Tile merge (Šťava & Beneš 2010): shared-memory tiles labeled locally, then hierarchical
+    /// border merging and a final flatten (GPU).
+    TileMerge,
+    /// Block-based union-find on 2×2 blocks (GPU; the fast path for 8-connectivity).
+    BlockUnionFind,
 }
 
 /// How many threads the CPU backend uses.

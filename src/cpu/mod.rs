@@ -102,7 +102,6 @@ impl CpuBackend {
                     }
                 }
             }
-            #[allow(unreachable_patterns)]
             other => {
                 return Err(Error::InvalidArgument(format!(
                     "algorithm {other:?} is not available on the CPU backend"
