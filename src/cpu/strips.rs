@@ -65,6 +65,9 @@ struct Strip {
     parent: Vec<u32>,
     /// Global label of the strip's first run.
     offset: u32,
+    /// Roots among the strip's runs, and the number before the strip's first root.
+    roots: u32,
+    first_number: u32,
     temps: RowTemps,
 }
 
@@ -289,21 +292,7 @@ pub(crate) fn label<R: JoinRule>(
         std::mem::swap(parent, &mut strips[0].parent);
     } else {
         parent.resize(n, 0);
-        let mut rest: &mut [u32] = parent;
-        let mut chunks = Vec::with_capacity(nstrips);
-        for s in strips.iter() {
-            let (head, tail) = rest.split_at_mut(s.parent.len());
-            chunks.push(head);
-            rest = tail;
-        }
-        chunks
-            .into_par_iter()
-            .zip(strips.par_iter())
-            .for_each(|(dst, s)| {
-                for (d, &p) in dst.iter_mut().zip(&s.parent) {
-                    *d = p + s.offset;
-                }
-            });
+        copy_forests(strips, parent);
     }
 
     // Seams between strips, then the wrapping edges.
@@ -358,8 +347,7 @@ pub(crate) fn label<R: JoinRule>(
     };
 
     // Write each site's label from its run's number.
-    let parts: Vec<_> = out.axis_chunks_iter_mut(Axis(0), chunk).collect();
-    parts
+    out.axis_chunks_iter_mut(Axis(0), chunk)
         .into_par_iter()
         .zip(strips.par_iter())
         .for_each(|(mut rows, s)| {
@@ -381,6 +369,24 @@ pub(crate) fn label<R: JoinRule>(
     count as usize
 }
 
+/// Concatenates the strips' forests into `dst`, shifting labels by each strip's offset; splits
+/// `dst` recursively so that no list of chunks is allocated.
+fn copy_forests(strips: &[Strip], dst: &mut [u32]) {
+    if let [s] = strips {
+        for (d, &p) in dst.iter_mut().zip(&s.parent) {
+            *d = p + s.offset;
+        }
+        return;
+    }
+    let mid = strips.len() / 2;
+    let split = (strips[mid].offset - strips[0].offset) as usize;
+    let (lo, hi) = dst.split_at_mut(split);
+    rayon::join(
+        || copy_forests(&strips[..mid], lo),
+        || copy_forests(&strips[mid..], hi),
+    );
+}
+
 /// `&mut [AtomicU32]` as `&mut [u32]`: exclusive access makes plain writes fine.
 fn as_mut_u32(a: &mut [AtomicU32]) -> &mut [u32] {
     // SAFETY: AtomicU32 has the same size and alignment as u32, and the borrow is exclusive.
@@ -390,21 +396,20 @@ fn as_mut_u32(a: &mut [AtomicU32]) -> &mut [u32] {
 /// Numbers the roots of `parent` in raster order with one pass per strip in parallel: count the
 /// strips' roots, give each strip its first number, number the roots, then map every other
 /// label to its root's number (reading other strips' roots: hence the atomics).
-fn number_parallel(strips: &[Strip], parent: &[u32], number: &[AtomicU32]) -> u32 {
+fn number_parallel(strips: &mut [Strip], parent: &[u32], number: &[AtomicU32]) -> u32 {
     let range = |s: &Strip| s.offset as usize..s.offset as usize + s.parent.len();
-    let roots: Vec<u32> = strips
-        .par_iter()
-        .map(|s| range(s).filter(|&x| parent[x] as usize == x).count() as u32)
-        .collect();
-    let mut firsts = Vec::with_capacity(strips.len());
+    strips.par_iter_mut().for_each(|s| {
+        let r = range(s);
+        s.roots = r.filter(|&x| parent[x] as usize == x).count() as u32;
+    });
     let mut acc = 0u32;
-    for &r in &roots {
-        firsts.push(acc);
-        acc += r;
+    for s in strips.iter_mut() {
+        s.first_number = acc;
+        acc += s.roots;
     }
     number[0].store(0, Relaxed);
-    strips.par_iter().zip(&firsts).for_each(|(s, &first)| {
-        let mut k = first;
+    strips.par_iter().for_each(|s| {
+        let mut k = s.first_number;
         for x in range(s) {
             if parent[x] as usize == x {
                 k += 1;
