@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Sourced by the other scripts: makes sure the tools the build needs are here, idempotently.
+# - cargo (the Rust toolchain is expected on the machine)
+# - cmake >= 3.26, which the bundled static HDF5 (hdf5-metno-src) needs; the OS may ship an
+#   older one, so a newer one comes from PyPI when missing.
+set -euo pipefail
+
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "error: cargo not found: install Rust (https://rustup.rs) first" >&2
+  exit 1
+fi
+
+cmake_ok() {
+  command -v cmake >/dev/null 2>&1 || return 1
+  local v
+  v=$(cmake --version | head -n1 | sed -E 's/[^0-9]*([0-9]+)\.([0-9]+).*/\1 \2/')
+  set -- $v
+  [ "$1" -gt 3 ] || { [ "$1" -eq 3 ] && [ "$2" -ge 26 ]; }
+}
+
+if ! cmake_ok; then
+  # A pip-installed cmake may already be there, just not on PATH.
+  if bin=$(python3 -c 'import cmake; print(cmake.CMAKE_BIN_DIR)' 2>/dev/null); then
+    export PATH="$bin:$PATH"
+  fi
+fi
+if ! cmake_ok; then
+  echo "setup: installing cmake>=3.26 from PyPI (needed to build the bundled HDF5)" >&2
+  python3 -m pip install -q --disable-pip-version-check 'cmake>=3.26'
+  export PATH="$(python3 -c 'import cmake; print(cmake.CMAKE_BIN_DIR)'):$PATH"
+fi
+cmake_ok || { echo "error: could not provide cmake >= 3.26" >&2; exit 1; }
