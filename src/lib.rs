@@ -38,6 +38,7 @@
 mod backend;
 mod cpu;
 mod error;
+pub mod generate;
 pub mod io;
 mod labeler;
 mod labels;

@@ -78,7 +78,7 @@ impl CpuBackend {
         }
     }
 
-    fn run<T: SiteValue, R: JoinRule>(
+    fn run<R: JoinRule>(
         &mut self,
         rule: &R,
         spec: &Spec,
@@ -117,9 +117,9 @@ impl CpuBackend {
         out: ArrayViewMut2<'_, u32>,
     ) -> Result<usize> {
         if spec.segments {
-            self.run::<T, _>(&Segments { lattice }, spec, out)
+            self.run(&Segments { lattice }, spec, out)
         } else {
-            self.run::<T, _>(&Occupancy { lattice }, spec, out)
+            self.run(&Occupancy { lattice }, spec, out)
         }
     }
 }
@@ -135,6 +135,11 @@ impl LabelBackend for CpuBackend {
         spec: &Spec,
         out: ArrayViewMut2<'_, u32>,
     ) -> Result<usize> {
+        if let Parallelism::Threads(0) = self.parallelism {
+            return Err(Error::InvalidArgument(
+                "thread count must be at least 1".into(),
+            ));
+        }
         if let (Parallelism::Threads(n), None) = (&self.parallelism, &self.pool) {
             let pool = rayon::ThreadPoolBuilder::new()
                 .num_threads(*n)

@@ -300,8 +300,8 @@ pub(crate) fn label<R: JoinRule>(
         let (k, r) = locate(y, chunk);
         strips[k].row(r, nw)
     };
-    for k in 1..nstrips {
-        let y = strips[k].y0;
+    for s in &strips[1..] {
+        let y = s.y0;
         merge_rows(rule, eight, row_of(y), row_of(y - 1), seam, |a, b| {
             union(parent, a, b)
         });

@@ -1,0 +1,439 @@
+//! `clusterlab`: label the clusters of a 2-D lattice file, or generate a test lattice.
+
+use anyhow::{bail, Context, Result};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use clusterlab::io::{self, Format, LabelMeta, Lattice};
+use clusterlab::{Algorithm, Boundary, Connectivity, Labeler, Parallelism};
+use indicatif::{ProgressBar, ProgressStyle};
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::time::{Duration, Instant};
+
+/// Find the clusters of 2-D lattices: percolation samples, cellular-automaton states, segmented
+/// images.
+///
+/// Lattices are 2-D arrays indexed [y, x] in .npy or HDF5 (.h5, .hdf5) files; nonzero sites are
+/// occupied. Clusters are numbered 1..=n in raster order of their first site (as
+/// scipy.ndimage.label does); 0 marks empty sites.
+#[derive(Debug, Parser)]
+#[command(name = "clusterlab", version, max_term_width = 100)]
+struct Cli {
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    /// Label the clusters of a lattice file and write the label image.
+    Label(LabelArgs),
+    /// Generate a site-percolation lattice (0/1 as uint8) from MT19937.
+    Generate(GenerateArgs),
+}
+
+#[derive(Debug, Args)]
+struct LabelArgs {
+    /// The lattice: a 2-D array of booleans or non-negative integers in a .npy, .h5 or .hdf5 file.
+    /// Signed and 64-bit integers are converted to the narrowest of uint8/uint16/uint32 that holds
+    /// every value.
+    input: PathBuf,
+
+    /// Where to write the labels (replaced atomically). .npy: the uint32 label image. .h5/.hdf5:
+    /// dataset /labels with attributes connectivity, boundary, count and segments, plus the input
+    /// as /lattice.
+    #[arg(short, long, value_name = "PATH")]
+    output: PathBuf,
+
+    /// Which neighbours join a cluster: 4 (edges) or 8 (edges and diagonals).
+    #[arg(short, long, value_enum, default_value_t = ConnectivityArg::Four)]
+    connectivity: ConnectivityArg,
+
+    /// What lies beyond the edges: open, periodic (a torus: both axes wrap), periodic-x (columns
+    /// wrap) or periodic-y (rows wrap).
+    #[arg(short, long, value_enum, default_value_t = BoundaryArg::Open)]
+    boundary: BoundaryArg,
+
+    /// Label same-value segments: neighbours join only when they hold the same nonzero value
+    /// (for segmented images and multi-state automata). Without it, any two occupied neighbours
+    /// join.
+    #[arg(short, long)]
+    segments: bool,
+
+    /// The HDF5 dataset holding the lattice (default /lattice). Ignored for .npy input.
+    #[arg(short, long, value_name = "NAME")]
+    dataset: Option<String>,
+
+    /// The labeling algorithm; all give the same labels. auto picks the fastest (strips).
+    #[arg(short, long, value_enum, default_value_t = AlgorithmArg::Auto)]
+    algorithm: AlgorithmArg,
+
+    /// Worker threads (at least 1). Default: all cores (rayon's pool, which follows
+    /// RAYON_NUM_THREADS).
+    #[arg(short = 'j', long, value_name = "N", value_parser = parse_threads)]
+    threads: Option<usize>,
+
+    /// Print nothing but errors (no summary, no progress).
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Debug, Args)]
+struct GenerateArgs {
+    /// Lattice size: HxW (height x width, e.g. 512x1024) or L for a square L x L lattice.
+    #[arg(long, value_name = "HxW|L", value_parser = parse_size)]
+    size: (usize, usize),
+
+    /// Occupation probability of each site (or block), from 0 to 1.
+    #[arg(short, long = "p", value_name = "P", value_parser = parse_probability)]
+    p: f64,
+
+    /// Granularity: occupy whole GxG blocks, each with probability P (density x granularity
+    /// benchmark of Hennequin et al.). 1 = independent sites.
+    #[arg(short, long, value_name = "G", default_value_t = 1, value_parser = parse_grain)]
+    grain: usize,
+
+    /// Seed of the MT19937 generator (one next_u32() draw per site or block, in raster order;
+    /// occupied when u / 2^32 < P).
+    #[arg(long, value_name = "S", default_value_t = 1)]
+    seed: u32,
+
+    /// Where to write the lattice (.npy, or dataset /lattice in .h5/.hdf5), replaced atomically.
+    #[arg(short, long, value_name = "PATH")]
+    output: PathBuf,
+
+    /// Print nothing but errors.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ConnectivityArg {
+    /// The four edge neighbours.
+    #[value(name = "4")]
+    Four,
+    /// The edge neighbours and the four diagonals.
+    #[value(name = "8")]
+    Eight,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum BoundaryArg {
+    /// Nothing beyond the edges.
+    Open,
+    /// A torus: both axes wrap.
+    Periodic,
+    /// A cylinder: column 0 neighbours the last column.
+    PeriodicX,
+    /// A cylinder: row 0 neighbours the last row.
+    PeriodicY,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum AlgorithmArg {
+    /// The fastest available (strips).
+    Auto,
+    /// Breadth-first flood fill: slow, obviously correct reference.
+    Bfs,
+    /// Classic Hoshen-Kopelman raster scan.
+    HoshenKopelman,
+    /// Run-based union-find over strips labeled in parallel.
+    Strips,
+}
+
+impl From<ConnectivityArg> for Connectivity {
+    fn from(c: ConnectivityArg) -> Self {
+        match c {
+            ConnectivityArg::Four => Connectivity::Four,
+            ConnectivityArg::Eight => Connectivity::Eight,
+        }
+    }
+}
+
+impl From<BoundaryArg> for Boundary {
+    fn from(b: BoundaryArg) -> Self {
+        match b {
+            BoundaryArg::Open => Boundary::Open,
+            BoundaryArg::Periodic => Boundary::Periodic,
+            BoundaryArg::PeriodicX => Boundary::PeriodicX,
+            BoundaryArg::PeriodicY => Boundary::PeriodicY,
+        }
+    }
+}
+
+impl From<AlgorithmArg> for Algorithm {
+    fn from(a: AlgorithmArg) -> Self {
+        match a {
+            AlgorithmArg::Auto => Algorithm::Auto,
+            AlgorithmArg::Bfs => Algorithm::Bfs,
+            AlgorithmArg::HoshenKopelman => Algorithm::HoshenKopelman,
+            AlgorithmArg::Strips => Algorithm::Strips,
+        }
+    }
+}
+
+fn parse_threads(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(n) if n >= 1 => Ok(n),
+        _ => Err(format!("expected a thread count of at least 1, not {s:?}")),
+    }
+}
+
+fn parse_size(s: &str) -> Result<(usize, usize), String> {
+    let dim = |t: &str| -> Result<usize, String> {
+        t.trim()
+            .parse::<usize>()
+            .ok()
+            .filter(|&n| n >= 1)
+            .ok_or_else(|| format!("expected HxW or L with positive whole numbers, not {s:?}"))
+    };
+    let (h, w) = match s.split_once(['x', 'X']) {
+        Some((h, w)) => (dim(h)?, dim(w)?),
+        None => {
+            let l = dim(s)?;
+            (l, l)
+        }
+    };
+    match h.checked_mul(w) {
+        Some(n) if n <= clusterlab::MAX_SITES => Ok((h, w)),
+        _ => Err(format!(
+            "{h}x{w} is too large: at most {} sites",
+            clusterlab::MAX_SITES
+        )),
+    }
+}
+
+fn parse_probability(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(p) if (0.0..=1.0).contains(&p) => Ok(p),
+        _ => Err(format!("expected a probability from 0 to 1, not {s:?}")),
+    }
+}
+
+fn parse_grain(s: &str) -> Result<usize, String> {
+    match s.parse::<usize>() {
+        Ok(g) if g >= 1 => Ok(g),
+        _ => Err(format!("expected a block size of at least 1, not {s:?}")),
+    }
+}
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) if !e.use_stderr() => {
+            // --help and --version: print them in full.
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            // No subcommand: the overview, on stderr.
+            let _ = e.print();
+            return ExitCode::from(2);
+        }
+        Err(e) => {
+            eprintln!("error: {}", clap_one_line(&e));
+            return ExitCode::from(2);
+        }
+    };
+    let result = match cli.command {
+        Command::Label(args) => label(args),
+        Command::Generate(args) => generate(args),
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("error: {}", error_line(&e));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+/// A clap error on one line: its message and hints, without the usage block.
+fn clap_one_line(e: &clap::Error) -> String {
+    let text = e.render().to_string();
+    let mut parts = Vec::new();
+    for line in text.lines() {
+        let line = line.trim();
+        if line.is_empty() || line.starts_with("Usage:") || line.starts_with("For more information")
+        {
+            continue;
+        }
+        parts.push(line.strip_prefix("error:").unwrap_or(line).trim());
+    }
+    let mut msg = parts.join(" ");
+    msg.push_str(" (see --help)");
+    msg
+}
+
+/// An error and its causes on one line, `outer: cause: cause`, leaving out a cause that the
+/// message before it already quotes (the library's errors include their source's text).
+fn error_line(e: &anyhow::Error) -> String {
+    let mut msg = String::new();
+    for cause in e.chain() {
+        let text = one_line(&cause.to_string());
+        if !msg.contains(&text) {
+            if !msg.is_empty() {
+                msg.push_str(": ");
+            }
+            msg.push_str(&text);
+        }
+    }
+    msg
+}
+
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// A spinner on stderr naming the current stage; indicatif hides it when stderr is not a
+/// terminal. Cleared when dropped, so that error messages start on a clean line.
+struct Stage(ProgressBar);
+
+impl Stage {
+    fn new(quiet: bool) -> Stage {
+        if quiet {
+            return Stage(ProgressBar::hidden());
+        }
+        let bar = ProgressBar::new_spinner();
+        if let Ok(style) = ProgressStyle::with_template("{spinner} {msg} ({elapsed})") {
+            bar.set_style(style);
+        }
+        bar.enable_steady_tick(Duration::from_millis(100));
+        Stage(bar)
+    }
+
+    fn set(&self, msg: String) {
+        self.0.set_message(msg);
+    }
+}
+
+impl Drop for Stage {
+    fn drop(&mut self) {
+        self.0.finish_and_clear();
+    }
+}
+
+fn label(args: LabelArgs) -> Result<()> {
+    // Refuse an unusable output before any work.
+    Format::from_path(&args.output)?;
+    check_output_folder(&args.output)?;
+    if let (Ok(a), Ok(b)) = (args.input.canonicalize(), args.output.canonicalize()) {
+        if a == b {
+            bail!(
+                "{}: the output would replace the input lattice; choose another --output",
+                args.output.display()
+            );
+        }
+    }
+
+    let stage = Stage::new(args.quiet);
+    stage.set(format!("reading {}", args.input.display()));
+    let lattice = io::read_lattice(&args.input, args.dataset.as_deref())?;
+    let (h, w) = lattice.dim();
+
+    let connectivity = Connectivity::from(args.connectivity);
+    let boundary = Boundary::from(args.boundary);
+    let parallelism = match args.threads {
+        Some(n) => Parallelism::Threads(n),
+        None => Parallelism::Rayon,
+    };
+    let mut labeler = Labeler::new(connectivity, boundary)
+        .segments(args.segments)
+        .algorithm(args.algorithm.into())
+        .parallelism(parallelism);
+    stage.set(format!("labeling {h}x{w} lattice"));
+    let start = Instant::now();
+    let labels = lattice.label_with(&mut labeler)?;
+    let elapsed = start.elapsed();
+
+    stage.set(format!("writing {}", args.output.display()));
+    let meta = LabelMeta {
+        connectivity,
+        boundary,
+        segments: args.segments,
+    };
+    io::write_labels(&args.output, &labels, &meta, Some(&lattice))?;
+    drop(stage);
+
+    if !args.quiet {
+        let sizes = labels.sizes();
+        let sites = (h * w) as f64;
+        let largest = sizes.iter().skip(1).copied().max().unwrap_or(0);
+        let occupied = (h * w) as u64 - sizes[0];
+        let mode = if args.segments {
+            "same-value segments"
+        } else {
+            "occupied sites"
+        };
+        let fraction = |n: u64| if sites > 0.0 { n as f64 / sites } else { 0.0 };
+        let summary = format!(
+            "input      {} ({h}x{w} {})\n\
+             labeling   {}-connectivity, {} boundary, {mode}\n\
+             clusters   {}\n\
+             largest    {largest} sites ({:.4} of the lattice)\n\
+             occupied   {:.4} ({occupied} sites)\n\
+             time       {:.3} ms labeling ({})\n\
+             output     {}\n",
+            args.input.display(),
+            lattice.dtype(),
+            connectivity.neighbours(),
+            boundary,
+            labels.count(),
+            fraction(largest),
+            fraction(occupied),
+            elapsed.as_secs_f64() * 1e3,
+            labeler.backend_name(),
+            args.output.display(),
+        );
+        print_stdout(&summary);
+    }
+    Ok(())
+}
+
+fn generate(args: GenerateArgs) -> Result<()> {
+    Format::from_path(&args.output)?;
+    check_output_folder(&args.output)?;
+    let (h, w) = args.size;
+
+    let stage = Stage::new(args.quiet);
+    stage.set(format!("generating {h}x{w} lattice"));
+    let array = clusterlab::generate::percolation(h, w, args.p, args.grain, args.seed);
+    let lattice = Lattice::U8(array);
+    stage.set(format!("writing {}", args.output.display()));
+    io::write_lattice(&args.output, &lattice)?;
+    drop(stage);
+
+    if !args.quiet {
+        let occupied = lattice.occupied();
+        print_stdout(&format!(
+            "generated  {h}x{w} site percolation, p = {}, grain {}, seed {}\n\
+             occupied   {:.4} ({occupied} sites)\n\
+             output     {}\n",
+            args.p,
+            args.grain,
+            args.seed,
+            occupied as f64 / (h * w) as f64,
+            args.output.display(),
+        ));
+    }
+    Ok(())
+}
+
+/// The output's folder must exist (checked up front so that no work is wasted).
+fn check_output_folder(output: &Path) -> Result<()> {
+    let dir = match output.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => return Ok(()),
+    };
+    let meta =
+        std::fs::metadata(dir).with_context(|| format!("{}: output folder", dir.display()))?;
+    if !meta.is_dir() {
+        bail!("{}: not a folder (the output's parent)", dir.display());
+    }
+    Ok(())
+}
+
+/// Prints to stdout, ignoring a closed pipe (`clusterlab ... | head`) rather than panicking.
+fn print_stdout(s: &str) {
+    let mut out = std::io::stdout().lock();
+    let _ = out.write_all(s.as_bytes()).and_then(|()| out.flush());
+}

@@ -1,0 +1,605 @@
+//! End-to-end tests of the `clusterlab` binary: file formats in and out, and clean failures.
+
+use clusterlab::generate::percolation;
+use clusterlab::io::{read_lattice, write_atomically, Lattice};
+use clusterlab::{label, label_segments, Boundary, Connectivity, Error};
+use ndarray::{Array2, Array3, ShapeBuilder};
+use ndarray_npy::{read_npy, write_npy};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// A temporary folder with `in/` for inputs and `out/` for outputs.
+struct Dirs {
+    _root: tempfile::TempDir,
+    input: PathBuf,
+    out: PathBuf,
+}
+
+fn dirs() -> Dirs {
+    let root = tempfile::tempdir().unwrap();
+    let input = root.path().join("in");
+    let out = root.path().join("out");
+    std::fs::create_dir(&input).unwrap();
+    std::fs::create_dir(&out).unwrap();
+    Dirs {
+        _root: root,
+        input,
+        out,
+    }
+}
+
+fn run(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_clusterlab"))
+        .args(args)
+        .output()
+        .expect("run clusterlab")
+}
+
+fn s(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn assert_ok(o: &Output) {
+    assert!(
+        o.status.success(),
+        "exit {:?}\nstdout:\n{}\nstderr:\n{}",
+        o.status.code(),
+        stdout(o),
+        stderr(o)
+    );
+}
+
+/// Names of the entries in `dir`, sorted (temporaries included: they start with a dot).
+fn entries(dir: &Path) -> Vec<String> {
+    let mut v: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    v.sort();
+    v
+}
+
+/// The run failed with a one-line `error: ...` naming `needle`, and `out` is still empty.
+fn assert_clean_failure(o: &Output, needle: &str, out: &Path) {
+    let err = stderr(o);
+    assert!(!o.status.success(), "expected failure, got success: {err}");
+    assert!(o.status.code().is_some(), "killed by a signal: {err}");
+    assert_eq!(err.lines().count(), 1, "not one line:\n{err}");
+    assert!(err.starts_with("error: "), "{err}");
+    assert!(
+        err.to_lowercase().contains(&needle.to_lowercase()),
+        "{err:?} does not mention {needle:?}"
+    );
+    assert!(!err.contains("panicked"), "{err}");
+    assert!(stdout(o).is_empty(), "stdout: {}", stdout(o));
+    assert_eq!(entries(out), Vec::<String>::new(), "left behind in {out:?}");
+}
+
+fn read_h5<T: hdf5::H5Type>(path: &Path, name: &str) -> Array2<T> {
+    hdf5::File::open(path)
+        .unwrap()
+        .dataset(name)
+        .unwrap()
+        .read_2d()
+        .unwrap()
+}
+
+fn write_h5<T: hdf5::H5Type>(path: &Path, name: &str, a: &Array2<T>) {
+    let file = hdf5::File::create(path).unwrap();
+    let (group, leaf) = match name.trim_start_matches('/').rsplit_once('/') {
+        Some((g, leaf)) => (file.create_group(g).unwrap(), leaf),
+        None => ((*file).clone(), name.trim_start_matches('/')),
+    };
+    group
+        .new_dataset_builder()
+        .with_data(a)
+        .create(leaf)
+        .unwrap();
+}
+
+#[test]
+fn npy_in_npy_out() {
+    let d = dirs();
+    let lattice = percolation(57, 43, 0.55, 1, 11);
+    let input = d.input.join("lattice.npy");
+    write_npy(&input, &lattice).unwrap();
+    let output = d.out.join("labels.npy");
+    let o = run(&[
+        "label",
+        s(&input),
+        "--output",
+        s(&output),
+        "--connectivity",
+        "8",
+        "--boundary",
+        "periodic",
+    ]);
+    assert_ok(&o);
+    let got: Array2<u32> = read_npy(&output).unwrap();
+    let want = label(lattice.view(), Connectivity::Eight, Boundary::Periodic).unwrap();
+    assert_eq!(&got, want.array());
+    let summary = stdout(&o);
+    assert!(summary.contains("57x43 uint8"), "{summary}");
+    assert!(summary.contains("8-connectivity, periodic"), "{summary}");
+    assert!(
+        summary.contains(&format!("clusters   {}\n", want.count())),
+        "{summary}"
+    );
+    let largest = want.sizes()[1..].iter().copied().max().unwrap();
+    assert!(
+        summary.contains(&format!("largest    {largest} sites")),
+        "{summary}"
+    );
+    assert!(summary.contains(" ms"), "{summary}");
+    assert!(summary.contains(s(&output)), "{summary}");
+    assert!(o.stderr.is_empty(), "{}", stderr(&o));
+    assert_eq!(entries(&d.out), ["labels.npy"]);
+}
+
+#[test]
+fn every_algorithm_and_thread_count_agrees() {
+    let d = dirs();
+    let lattice = percolation(40, 70, 0.6, 1, 3);
+    let input = d.input.join("lattice.npy");
+    write_npy(&input, &lattice).unwrap();
+    let want = label(lattice.view(), Connectivity::Four, Boundary::PeriodicY).unwrap();
+    for (algorithm, threads) in [
+        ("auto", None),
+        ("bfs", None),
+        ("hoshen-kopelman", Some("1")),
+        ("strips", Some("3")),
+    ] {
+        let output = d.out.join(format!("{algorithm}.npy"));
+        let mut args = vec![
+            "label",
+            s(&input),
+            "-o",
+            s(&output),
+            "-b",
+            "periodic-y",
+            "--algorithm",
+            algorithm,
+            "--quiet",
+        ];
+        if let Some(t) = threads {
+            args.extend(["--threads", t]);
+        }
+        let o = run(&args);
+        assert_ok(&o);
+        assert!(o.stdout.is_empty(), "--quiet printed {}", stdout(&o));
+        let got: Array2<u32> = read_npy(&output).unwrap();
+        assert_eq!(&got, want.array(), "{algorithm}");
+    }
+}
+
+#[test]
+fn h5_in_h5_out_with_attributes() {
+    let d = dirs();
+    let lattice = percolation(33, 65, 0.5, 2, 5);
+    let input = d.input.join("lattice.h5");
+    write_h5(&input, "/lattice", &lattice);
+    let output = d.out.join("labels.h5");
+    let o = run(&[
+        "label",
+        s(&input),
+        "-o",
+        s(&output),
+        "--boundary",
+        "periodic-x",
+    ]);
+    assert_ok(&o);
+    let want = label(lattice.view(), Connectivity::Four, Boundary::PeriodicX).unwrap();
+    let file = hdf5::File::open(&output).unwrap();
+    let ds = file.dataset("/labels").unwrap();
+    assert_eq!(ds.read_2d::<u32>().unwrap(), want.array());
+    assert_eq!(
+        ds.dtype().unwrap().to_descriptor().unwrap(),
+        hdf5::types::TypeDescriptor::Unsigned(hdf5::types::IntSize::U4)
+    );
+    let conn: u32 = ds.attr("connectivity").unwrap().read_scalar().unwrap();
+    assert_eq!(conn, 4);
+    let boundary: hdf5::types::VarLenUnicode = ds.attr("boundary").unwrap().read_scalar().unwrap();
+    assert_eq!(boundary.as_str(), "periodic-x");
+    let count: u64 = ds.attr("count").unwrap().read_scalar().unwrap();
+    assert_eq!(count, want.count() as u64);
+    let segments: u8 = ds.attr("segments").unwrap().read_scalar().unwrap();
+    assert_eq!(segments, 0);
+    assert_eq!(read_h5::<u8>(&output, "/lattice"), lattice);
+    assert_eq!(entries(&d.out), ["labels.h5"]);
+}
+
+#[test]
+fn h5_named_dataset_and_bool() {
+    let d = dirs();
+    let lattice = percolation(20, 31, 0.6, 1, 8);
+    let input = d.input.join("run.hdf5");
+    write_h5(&input, "/data/occupied", &lattice.mapv(|v| v == 1));
+    let output = d.out.join("labels.npy");
+    let o = run(&[
+        "label",
+        s(&input),
+        "-o",
+        s(&output),
+        "--dataset",
+        "/data/occupied",
+        "-c",
+        "8",
+    ]);
+    assert_ok(&o);
+    let got: Array2<u32> = read_npy(&output).unwrap();
+    let want = label(lattice.view(), Connectivity::Eight, Boundary::Open).unwrap();
+    assert_eq!(&got, want.array());
+}
+
+#[test]
+fn segments_of_a_u16_image() {
+    let d = dirs();
+    let mut state = 12345u32;
+    let image = Array2::from_shape_fn((30, 41), |_| {
+        state = state.wrapping_mul(1_103_515_245).wrapping_add(12345);
+        [0u16, 7, 300, 60_000][(state >> 16) as usize % 4]
+    });
+    let input = d.input.join("image.npy");
+    write_npy(&input, &image).unwrap();
+    for (output, periodic) in [(d.out.join("seg.npy"), false), (d.out.join("seg.h5"), true)] {
+        let mut args = vec!["label", s(&input), "-o", s(&output), "--segments"];
+        if periodic {
+            args.extend(["--boundary", "periodic"]);
+        }
+        let o = run(&args);
+        assert_ok(&o);
+        assert!(stdout(&o).contains("uint16"), "{}", stdout(&o));
+        let boundary = if periodic {
+            Boundary::Periodic
+        } else {
+            Boundary::Open
+        };
+        let want = label_segments(image.view(), Connectivity::Four, boundary).unwrap();
+        let got: Array2<u32> = if periodic {
+            let file = hdf5::File::open(&output).unwrap();
+            let ds = file.dataset("labels").unwrap();
+            let segments: u8 = ds.attr("segments").unwrap().read_scalar().unwrap();
+            assert_eq!(segments, 1);
+            assert_eq!(read_h5::<u16>(&output, "/lattice"), image);
+            ds.read_2d().unwrap()
+        } else {
+            read_npy(&output).unwrap()
+        };
+        assert_eq!(&got, want.array());
+        // Occupancy labels differ: the segments split the occupied clusters.
+        let occupancy = label(
+            image.mapv(|v| u8::from(v != 0)).view(),
+            Connectivity::Four,
+            boundary,
+        )
+        .unwrap();
+        assert!(want.count() > occupancy.count());
+    }
+}
+
+#[test]
+fn fortran_order_npy() {
+    let d = dirs();
+    let lattice = percolation(19, 26, 0.55, 1, 4);
+    let fortran = Array2::from_shape_vec((19, 26).f(), vec![0u8; 19 * 26]).unwrap();
+    let mut fortran = fortran;
+    fortran.assign(&lattice);
+    assert!(!fortran.is_standard_layout());
+    let input = d.input.join("fortran.npy");
+    write_npy(&input, &fortran).unwrap();
+    let header = std::fs::read(&input).unwrap();
+    assert!(
+        String::from_utf8_lossy(&header[..128]).contains("'fortran_order': True"),
+        "the test input is not in Fortran order"
+    );
+    let output = d.out.join("labels.npy");
+    assert_ok(&run(&["label", s(&input), "-o", s(&output)]));
+    let got: Array2<u32> = read_npy(&output).unwrap();
+    let want = label(lattice.view(), Connectivity::Four, Boundary::Open).unwrap();
+    assert_eq!(&got, want.array());
+    // The library reads the array the file describes, in row-major layout.
+    match read_lattice(&input, None).unwrap() {
+        Lattice::U8(a) => {
+            assert_eq!(a, lattice);
+            assert!(a.is_standard_layout());
+        }
+        other => panic!("read as {}", other.dtype()),
+    }
+}
+
+#[test]
+fn int64_input_is_narrowed() {
+    let d = dirs();
+    let small = percolation(25, 25, 0.5, 1, 2).mapv(i64::from);
+    let wide = Array2::from_shape_fn((12, 17), |(y, x)| ((y * 17 + x) % 5) as i64 * 1000);
+    let huge = Array2::from_shape_fn((4, 4), |(y, _)| if y == 3 { 70_000i64 } else { 1 });
+    for (name, array, dtype) in [
+        ("small.npy", &small, "uint8"),
+        ("wide.npy", &wide, "uint16"),
+        ("huge.npy", &huge, "uint32"),
+    ] {
+        let input = d.input.join(name);
+        write_npy(&input, array).unwrap();
+        let lattice = read_lattice(&input, None).unwrap();
+        assert_eq!(lattice.dtype(), dtype, "{name}");
+        let output = d.out.join(name);
+        let o = run(&["label", s(&input), "-o", s(&output), "--segments"]);
+        assert_ok(&o);
+        assert!(stdout(&o).contains(dtype), "{}", stdout(&o));
+        let got: Array2<u32> = read_npy(&output).unwrap();
+        let image = array.mapv(|v| v as u32);
+        let want = label_segments(image.view(), Connectivity::Four, Boundary::Open).unwrap();
+        assert_eq!(&got, want.array(), "{name}");
+    }
+}
+
+#[test]
+fn out_of_range_integers_are_refused() {
+    let d = dirs();
+    let negative = Array2::from_shape_fn((3, 4), |(y, x)| if (y, x) == (1, 2) { -3i32 } else { 1 });
+    let input = d.input.join("negative.npy");
+    write_npy(&input, &negative).unwrap();
+    let o = run(&["label", s(&input), "-o", s(&d.out.join("l.npy"))]);
+    assert_clean_failure(&o, "negative value -3 at [1, 2]", &d.out);
+
+    let big = Array2::from_elem((2, 2), u64::from(u32::MAX) + 1);
+    let input = d.input.join("big.npy");
+    write_npy(&input, &big).unwrap();
+    let o = run(&["label", s(&input), "-o", s(&d.out.join("l.npy"))]);
+    assert_clean_failure(&o, "4294967296", &d.out);
+}
+
+#[test]
+fn missing_input_file() {
+    let d = dirs();
+    let input = d.input.join("nowhere.npy");
+    let o = run(&["label", s(&input), "-o", s(&d.out.join("l.npy"))]);
+    assert_clean_failure(&o, "nowhere.npy", &d.out);
+    assert!(stderr(&o).contains("No such file"), "{}", stderr(&o));
+    let input = d.input.join("nowhere.h5");
+    let o = run(&["label", s(&input), "-o", s(&d.out.join("l.h5"))]);
+    assert_clean_failure(&o, "nowhere.h5", &d.out);
+    assert!(matches!(
+        read_lattice(&input, None),
+        Err(Error::Io { path, .. }) if path == input
+    ));
+}
+
+#[test]
+fn missing_dataset_lists_the_others() {
+    let d = dirs();
+    let input = d.input.join("other.h5");
+    let file = hdf5::File::create(&input).unwrap();
+    file.new_dataset_builder()
+        .with_data(&Array2::<u8>::zeros((3, 3)))
+        .create("spins")
+        .unwrap();
+    file.create_group("run")
+        .unwrap()
+        .new_dataset_builder()
+        .with_data(&Array2::<u8>::zeros((3, 3)))
+        .create("t0")
+        .unwrap();
+    drop(file);
+    let o = run(&["label", s(&input), "-o", s(&d.out.join("l.h5"))]);
+    assert_clean_failure(&o, "/lattice", &d.out);
+    let err = stderr(&o);
+    assert!(err.contains("/spins") && err.contains("/run/t0"), "{err}");
+    let o = run(&[
+        "label",
+        s(&input),
+        "-o",
+        s(&d.out.join("l.h5")),
+        "-d",
+        "/ghost",
+    ]);
+    assert_clean_failure(&o, "/ghost", &d.out);
+}
+
+#[test]
+fn three_dimensional_array() {
+    let d = dirs();
+    let input = d.input.join("cube.npy");
+    write_npy(&input, &Array3::<u8>::zeros((2, 3, 4))).unwrap();
+    let o = run(&["label", s(&input), "-o", s(&d.out.join("l.npy"))]);
+    assert_clean_failure(&o, "3-D", &d.out);
+    assert!(stderr(&o).contains("(2, 3, 4)"), "{}", stderr(&o));
+
+    let input = d.input.join("cube.h5");
+    let file = hdf5::File::create(&input).unwrap();
+    file.new_dataset_builder()
+        .with_data(&Array3::<u8>::zeros((2, 3, 4)))
+        .create("lattice")
+        .unwrap();
+    drop(file);
+    let o = run(&["label", s(&input), "-o", s(&d.out.join("l.h5"))]);
+    assert_clean_failure(&o, "3-D", &d.out);
+}
+
+#[test]
+fn float_array() {
+    let d = dirs();
+    let input = d.input.join("float.npy");
+    write_npy(&input, &Array2::<f64>::zeros((3, 3))).unwrap();
+    let o = run(&["label", s(&input), "-o", s(&d.out.join("l.npy"))]);
+    assert_clean_failure(&o, "unsupported dtype float64", &d.out);
+
+    let input = d.input.join("float.h5");
+    write_h5(&input, "lattice", &Array2::<f32>::zeros((3, 3)));
+    let o = run(&["label", s(&input), "-o", s(&d.out.join("l.h5"))]);
+    assert_clean_failure(&o, "unsupported dtype float32", &d.out);
+}
+
+#[test]
+fn unknown_extension() {
+    let d = dirs();
+    let input = d.input.join("lattice.txt");
+    std::fs::write(&input, "0 1\n1 0\n").unwrap();
+    let o = run(&["label", s(&input), "-o", s(&d.out.join("l.npy"))]);
+    assert_clean_failure(&o, ".txt", &d.out);
+
+    let input = d.input.join("lattice.npy");
+    write_npy(&input, &Array2::<u8>::ones((3, 3))).unwrap();
+    let o = run(&["label", s(&input), "-o", s(&d.out.join("labels.csv"))]);
+    assert_clean_failure(&o, ".csv", &d.out);
+}
+
+#[test]
+fn bad_arguments() {
+    let d = dirs();
+    let input = d.input.join("lattice.npy");
+    write_npy(&input, &Array2::<u8>::ones((3, 3))).unwrap();
+    let output = d.out.join("l.npy");
+    for (args, needle) in [
+        (vec!["--connectivity", "6"], "connectivity"),
+        (vec!["--boundary", "mobius"], "boundary"),
+        (vec!["--threads", "0"], "threads"),
+        (vec!["--algorithm", "magic"], "algorithm"),
+    ] {
+        let mut all = vec!["label", s(&input), "-o", s(&output)];
+        all.extend(args);
+        let o = run(&all);
+        assert_clean_failure(&o, needle, &d.out);
+    }
+    let o = run(&["label", s(&input)]);
+    assert_clean_failure(&o, "--output", &d.out);
+    let o = run(&["label", s(&input), "-o", s(&d.out.join("missing/l.npy"))]);
+    assert_clean_failure(&o, "missing", &d.out);
+    let o = run(&["generate", "--size", "0x4", "--p", "0.5", "-o", s(&output)]);
+    assert_clean_failure(&o, "size", &d.out);
+    let o = run(&["generate", "--size", "4", "--p", "1.5", "-o", s(&output)]);
+    assert_clean_failure(&o, "probability", &d.out);
+}
+
+#[test]
+fn help_explains_every_option() {
+    let o = run(&["label", "--help"]);
+    assert_ok(&o);
+    let help = stdout(&o);
+    for option in [
+        "--output",
+        "--connectivity",
+        "--boundary",
+        "--segments",
+        "--dataset",
+        "--algorithm",
+        "--threads",
+        "--quiet",
+        "periodic-x",
+        "hoshen-kopelman",
+    ] {
+        assert!(help.contains(option), "--help lacks {option}:\n{help}");
+    }
+    let o = run(&["generate", "--help"]);
+    assert_ok(&o);
+    let help = stdout(&o);
+    for option in ["--size", "--p", "--grain", "--seed", "--output"] {
+        assert!(help.contains(option), "--help lacks {option}:\n{help}");
+    }
+}
+
+#[test]
+fn generate_then_label() {
+    let d = dirs();
+    let lattice_path = d.out.join("perc.h5");
+    let o = run(&[
+        "generate",
+        "--size",
+        "48x64",
+        "--p",
+        "0.59",
+        "--grain",
+        "3",
+        "--seed",
+        "42",
+        "--output",
+        s(&lattice_path),
+    ]);
+    assert_ok(&o);
+    let expected = percolation(48, 64, 0.59, 3, 42);
+    assert_eq!(read_h5::<u8>(&lattice_path, "/lattice"), expected);
+
+    let npy_path = d.out.join("square.npy");
+    assert_ok(&run(&[
+        "generate",
+        "--size",
+        "50",
+        "--p",
+        "0.3",
+        "-o",
+        s(&npy_path),
+        "-q",
+    ]));
+    let square: Array2<u8> = read_npy(&npy_path).unwrap();
+    assert_eq!(square, percolation(50, 50, 0.3, 1, 1));
+
+    let labels_path = d.out.join("labels.h5");
+    let o = run(&[
+        "label",
+        s(&lattice_path),
+        "-o",
+        s(&labels_path),
+        "-b",
+        "periodic",
+    ]);
+    assert_ok(&o);
+    let want = label(expected.view(), Connectivity::Four, Boundary::Periodic).unwrap();
+    assert_eq!(&read_h5::<u32>(&labels_path, "/labels"), want.array());
+    assert_eq!(entries(&d.out), ["labels.h5", "perc.h5", "square.npy"]);
+}
+
+#[test]
+fn atomic_writes_leave_nothing_on_failure() {
+    let d = dirs();
+    let path = d.out.join("table.csv");
+    // A writer that fails half-way.
+    let r = write_atomically(&path, |tmp| {
+        std::fs::write(tmp, "label,size\n1,").unwrap();
+        Err(Error::InvalidArgument("disk full".into()))
+    });
+    assert!(matches!(r, Err(Error::InvalidArgument(_))));
+    assert_eq!(entries(&d.out), Vec::<String>::new());
+
+    // An existing file survives a failed rewrite and is replaced by a successful one.
+    std::fs::write(&path, "old").unwrap();
+    let r = write_atomically(&path, |_| Err(Error::InvalidArgument("no".into())));
+    assert!(r.is_err());
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "old");
+    write_atomically(&path, |tmp| {
+        assert_eq!(tmp.parent(), path.parent());
+        assert!(!tmp.exists() || std::fs::read(tmp).unwrap().is_empty());
+        std::fs::write(tmp, "new").map_err(|source| Error::Io {
+            path: tmp.to_owned(),
+            source,
+        })
+    })
+    .unwrap();
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), "new");
+    assert_eq!(entries(&d.out), ["table.csv"]);
+
+    // A folder that does not exist: an I/O error, nothing created.
+    let lattice = Lattice::U8(Array2::ones((2, 2)));
+    let r = clusterlab::io::write_lattice(&d.out.join("nope/l.h5"), &lattice);
+    assert!(matches!(r, Err(Error::Io { .. })), "{r:?}");
+    assert_eq!(entries(&d.out), ["table.csv"]);
+}
+
+#[test]
+fn output_must_not_replace_input() {
+    let d = dirs();
+    let input = d.input.join("lattice.npy");
+    let lattice = Array2::<u8>::ones((3, 3));
+    write_npy(&input, &lattice).unwrap();
+    let o = run(&["label", s(&input), "-o", s(&input)]);
+    assert_clean_failure(&o, "replace the input", &d.out);
+    assert_eq!(read_npy::<_, Array2<u8>>(&input).unwrap(), lattice);
+    assert_eq!(entries(&d.input), ["lattice.npy"]);
+}
