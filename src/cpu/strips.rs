@@ -432,10 +432,14 @@ fn number_parallel(strips: &mut [Strip], parent: &[u32], number: &[AtomicU32]) -
 }
 
 /// Writes one row of labels: each occupied site gets its run's cluster number, empty sites 0.
+///
+/// A word with few pieces (stretches of occupied sites cut at run starts) is written with one
+/// fill per piece; a fragmented one (random lattices near p_c) with a branch-free select per site.
 #[inline]
 fn write_row(row: &Row<'_>, number: &[AtomicU32], dst: &mut [u32]) {
-    // `k` indexes `number` (= label + 1) of the current run; before the row's first run it points
-    // at the previous label (or the 0 entry), whose value the occupancy mask discards.
+    // `k` indexes `number` (= label + 1) of the current run and steps at each run start; before
+    // the row's first run it points at the previous label (or the 0 entry), which the occupancy
+    // mask discards. A piece at the start of a word without a start bit continues the last run.
     let mut k = row.base as usize;
     for (i, out) in dst.chunks_mut(WORD).enumerate() {
         let (o, s) = (row.occ[i], row.starts[i]);
@@ -443,14 +447,26 @@ fn write_row(row: &Row<'_>, number: &[AtomicU32], dst: &mut [u32]) {
             out.fill(0);
             continue;
         }
-        if s == 0 && o == u64::MAX {
-            out.fill(number[k].load(Relaxed));
-            continue;
-        }
-        for (j, d) in out.iter_mut().enumerate() {
-            k += ((s >> j) & 1) as usize;
-            let keep = 0u32.wrapping_sub(((o >> j) & 1) as u32);
-            *d = number[k].load(Relaxed) & keep;
+        let len = out.len();
+        let mut pieces = s | (o & !(o << 1));
+        if pieces.count_ones() <= 4 {
+            if o != u64::MAX {
+                out.fill(0);
+            }
+            while pieces != 0 {
+                let b = pieces.trailing_zeros() as usize;
+                k += ((s >> b) & 1) as usize;
+                pieces &= pieces - 1;
+                let gap = !o & (u64::MAX << b);
+                let end = pieces.trailing_zeros().min(gap.trailing_zeros()) as usize;
+                out[b..end.min(len)].fill(number[k].load(Relaxed));
+            }
+        } else {
+            for (j, d) in out.iter_mut().enumerate() {
+                k += ((s >> j) & 1) as usize;
+                let keep = 0u32.wrapping_sub(((o >> j) & 1) as u32);
+                *d = number[k].load(Relaxed) & keep;
+            }
         }
     }
 }

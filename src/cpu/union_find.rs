@@ -35,14 +35,33 @@ pub(crate) fn find_readonly(parent: &[u32], mut x: u32) -> u32 {
 }
 
 /// Joins the sets of `a` and `b`; the smaller root becomes the root of both.
+///
+/// Rem's algorithm with splicing (Patwary, Blair and Manne 2010; Wu, Otoo and Suzuki found it
+/// the fastest union-find for labeling): the two paths are climbed together, each node on the way
+/// is pointed at the other path's smaller parent, and the climb stops as soon as the parents meet —
+/// at once for the many unions of a raster scan whose two runs are already joined. Parents only
+/// ever decrease, so `parent[x] <= x` holds.
 #[inline]
 pub(crate) fn union(parent: &mut [u32], a: u32, b: u32) {
-    let ra = find(parent, a);
-    let rb = find(parent, b);
-    if ra < rb {
-        parent[rb as usize] = ra;
-    } else if rb < ra {
-        parent[ra as usize] = rb;
+    let (mut x, mut y) = (a as usize, b as usize);
+    loop {
+        let (px, py) = (parent[x], parent[y]);
+        if px == py {
+            return;
+        }
+        if px > py {
+            parent[x] = py;
+            if px as usize == x {
+                return;
+            }
+            x = px as usize;
+        } else {
+            parent[y] = px;
+            if py as usize == y {
+                return;
+            }
+            y = py as usize;
+        }
     }
 }
 
