@@ -434,7 +434,8 @@ fn number_parallel(strips: &mut [Strip], parent: &[u32], number: &[AtomicU32]) -
 /// Writes one row of labels: each occupied site gets its run's cluster number, empty sites 0.
 ///
 /// A word with few pieces (stretches of occupied sites cut at run starts) is written with one
-/// fill per piece; a fragmented one (random lattices near p_c) with a branch-free select per site.
+/// fill per piece; a fragmented one (random lattices near p_c) site by occupied site, each site's
+/// run found by counting the run starts up to it.
 #[inline]
 fn write_row(row: &Row<'_>, number: &[AtomicU32], dst: &mut [u32]) {
     // `k` indexes `number` (= label + 1) of the current run and steps at each run start; before
@@ -462,11 +463,16 @@ fn write_row(row: &Row<'_>, number: &[AtomicU32], dst: &mut [u32]) {
                 out[b..end.min(len)].fill(number[k].load(Relaxed));
             }
         } else {
-            for (j, d) in out.iter_mut().enumerate() {
-                k += ((s >> j) & 1) as usize;
-                let keep = 0u32.wrapping_sub(((o >> j) & 1) as u32);
-                *d = number[k].load(Relaxed) & keep;
+            // Occupied sites only: each one's run is the count of starts up to it.
+            out.fill(0);
+            let mut m = o;
+            while m != 0 {
+                let j = m.trailing_zeros() as usize;
+                let run = k + (s & (u64::MAX >> (63 - j))).count_ones() as usize;
+                out[j] = number[run].load(Relaxed);
+                m &= m - 1;
             }
+            k += s.count_ones() as usize;
         }
     }
 }
