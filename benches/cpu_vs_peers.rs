@@ -1,0 +1,874 @@
+//! CPU labeling, clusterlab against OpenCV's `connectedComponents` and `scipy.ndimage.label`, on
+//! the same lattices in the same run.
+//!
+//! ```text
+//! cargo bench --bench cpu_vs_peers                            # full sizes (a few minutes)
+//! CLUSTERLAB_BENCH_QUICK=1 cargo bench --bench cpu_vs_peers   # small smoke run
+//! cargo bench --bench cpu_vs_peers -- --quick                 # the same
+//! ```
+//! `scripts/bench-cpu.sh` sets up Python's packages and runs this.
+//!
+//! The bench generates every lattice, writes it as `.npy` into a temporary folder, runs
+//! `benches/peers_cpu.py` once to time OpenCV (at each thread count) and scipy (single-threaded)
+//! on them, then times clusterlab's [`Labeler::label_into`] into a preallocated output: 1 thread
+//! is [`Parallelism::Sequential`], "all" is [`Parallelism::Threads`] with
+//! `std::thread::available_parallelism()` threads (OpenCV gets `cv2.setNumThreads` of the same).
+//! Every timing is a median: warm-up calls, then timed calls until at least the repeat count and at
+//! least the minimum time. Cluster counts must agree between the three libraries (a `MISMATCH`
+//! line is printed, and the bench exits non-zero, where they do not). The table is printed as
+//! markdown and written as JSON to `bench-out/cpu.json`.
+//!
+//! Environment:
+//! - `CLUSTERLAB_BENCH_QUICK=1`: small lattices, 1 warm-up, 2 repeats (so checks can run it).
+//! - `CLUSTERLAB_BENCH_THREADS=n`: the "all threads" count (default: available parallelism).
+//! - `CLUSTERLAB_PYTHON`: the Python interpreter (default `python3`).
+//!
+//! The lattices come from [`clusterlab::generate`]: site percolation from MT19937 with fixed seeds
+//! (granular images are `g × g` blocks occupied with probability 0.5), and a square spiral.
+
+use clusterlab::generate::{percolation, spiral};
+use clusterlab::{Boundary, Connectivity, Labeler, Parallelism};
+use ndarray::Array2;
+use std::fmt::Write as _;
+use std::io::{BufRead, BufReader, Write as _};
+use std::path::Path;
+use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
+use std::time::Instant;
+
+/// Site percolation threshold of the square lattice, 4-connectivity (nearest neighbours).
+const P_C4: f64 = 0.592746;
+/// Site percolation threshold of the square lattice with 8-connectivity (matching lattice).
+const P_C8: f64 = 0.407254;
+
+// ---------------------------------------------------------------------------------------------
+// Lattices
+// ---------------------------------------------------------------------------------------------
+
+/// One benchmark lattice.
+struct Case {
+    /// Name in the table.
+    name: String,
+    /// `.npy` file name.
+    file: String,
+    /// How it was made, for the JSON.
+    kind: &'static str,
+    p: Option<f64>,
+    grain: Option<usize>,
+    seed: Option<u32>,
+    conns: Vec<Connectivity>,
+    lattice: Array2<u8>,
+}
+
+fn cases(small: usize, big: usize) -> Vec<Case> {
+    use Connectivity::{Eight, Four};
+    let both = || vec![Four, Eight];
+    let mut v = Vec::new();
+    let perc = |name: String, file: String, n, p, grain, seed, conns| Case {
+        name,
+        file,
+        kind: if grain == 1 {
+            "percolation"
+        } else {
+            "granular"
+        },
+        p: Some(p),
+        grain: Some(grain),
+        seed: Some(seed),
+        conns,
+        lattice: percolation(n, n, p, grain, seed),
+    };
+    for (i, n) in [small, big].into_iter().enumerate() {
+        let seed = 1 + i as u32;
+        v.push(perc(
+            format!("p_c(4)={P_C4} {n}²"),
+            format!("pc4_{n}.npy"),
+            n,
+            P_C4,
+            1,
+            seed,
+            both(),
+        ));
+        v.push(perc(
+            format!("p_c(8)={P_C8} {n}²"),
+            format!("pc8_{n}.npy"),
+            n,
+            P_C8,
+            1,
+            seed + 10,
+            vec![Eight],
+        ));
+    }
+    for (p, seed) in [(0.3, 21), (0.8, 22)] {
+        v.push(perc(
+            format!("p={p} {big}²"),
+            format!("p{}_{big}.npy", (p * 10.0) as u32),
+            big,
+            p,
+            1,
+            seed,
+            both(),
+        ));
+    }
+    for (g, seed) in [(4, 31), (16, 32)] {
+        v.push(perc(
+            format!("granular g={g} p=0.5 {big}²"),
+            format!("granular{g}_{big}.npy"),
+            big,
+            0.5,
+            g,
+            seed,
+            both(),
+        ));
+    }
+    v.push(Case {
+        name: format!("spiral {big}²"),
+        file: format!("spiral_{big}.npy"),
+        kind: "spiral",
+        p: None,
+        grain: None,
+        seed: None,
+        conns: both(),
+        lattice: spiral(big, big),
+    });
+    v
+}
+
+// ---------------------------------------------------------------------------------------------
+// Timing
+// ---------------------------------------------------------------------------------------------
+
+struct Settings {
+    quick: bool,
+    warmup: usize,
+    repeats: usize,
+    min_time: f64,
+    max_repeats: usize,
+    threads_all: usize,
+    small: usize,
+    big: usize,
+    python: String,
+}
+
+impl Settings {
+    fn from_env() -> Settings {
+        let flag = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty() && v != "0");
+        let quick = flag("CLUSTERLAB_BENCH_QUICK") || std::env::args().any(|a| a == "--quick");
+        let threads_all = std::env::var("CLUSTERLAB_BENCH_THREADS")
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .filter(|&n: &usize| n > 0)
+            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+        let python = std::env::var("CLUSTERLAB_PYTHON").unwrap_or_else(|_| "python3".into());
+        if quick {
+            Settings {
+                quick,
+                warmup: 1,
+                repeats: 2,
+                min_time: 0.0,
+                max_repeats: 2,
+                threads_all,
+                small: 256,
+                big: 512,
+                python,
+            }
+        } else {
+            Settings {
+                quick,
+                warmup: 2,
+                repeats: 7,
+                min_time: 1.0,
+                max_repeats: 1000,
+                threads_all,
+                small: 2048,
+                big: 4096,
+                python,
+            }
+        }
+    }
+
+    /// The thread counts to compare at: 1 and all (once if all is 1).
+    fn thread_counts(&self) -> Vec<usize> {
+        if self.threads_all > 1 {
+            vec![1, self.threads_all]
+        } else {
+            vec![1]
+        }
+    }
+}
+
+/// Median wall time of `f` in ms after warm-up, the number of timed calls, and `f`'s result.
+fn median_ms(s: &Settings, mut f: impl FnMut() -> usize) -> (f64, usize, usize) {
+    for _ in 0..s.warmup {
+        std::hint::black_box(f());
+    }
+    let mut times = Vec::new();
+    let start = Instant::now();
+    let result = loop {
+        let t0 = Instant::now();
+        let result = f();
+        times.push(t0.elapsed().as_secs_f64());
+        let done = times.len() >= s.repeats && start.elapsed().as_secs_f64() >= s.min_time;
+        if done || times.len() >= s.max_repeats {
+            break result;
+        }
+    };
+    times.sort_by(f64::total_cmp);
+    let n = times.len();
+    let median = if n % 2 == 1 {
+        times[n / 2]
+    } else {
+        (times[n / 2 - 1] + times[n / 2]) / 2.0
+    };
+    (median * 1e3, n, result)
+}
+
+// ---------------------------------------------------------------------------------------------
+// The peers' results (a small JSON reader: the bench has no JSON dependency)
+// ---------------------------------------------------------------------------------------------
+
+/// A JSON value; `null`, `true`, `false` and arrays are all [`Json::Other`] (the bench reads none
+/// of them).
+enum Json {
+    Other,
+    Num(f64),
+    Str(String),
+    Obj(Vec<(String, Json)>),
+}
+
+impl Json {
+    fn get(&self, key: &str) -> Option<&Json> {
+        match self {
+            Json::Obj(m) => m.iter().find(|(k, _)| k == key).map(|(_, v)| v),
+            _ => None,
+        }
+    }
+    fn num(&self) -> Option<f64> {
+        match self {
+            Json::Num(x) => Some(*x),
+            _ => None,
+        }
+    }
+    fn str(&self) -> Option<&str> {
+        match self {
+            Json::Str(s) => Some(s),
+            _ => None,
+        }
+    }
+}
+
+struct Parser<'a> {
+    s: &'a [u8],
+    i: usize,
+}
+
+impl Parser<'_> {
+    fn parse(text: &str) -> Result<Json, String> {
+        let mut p = Parser {
+            s: text.as_bytes(),
+            i: 0,
+        };
+        let v = p.value()?;
+        p.ws();
+        if p.i != p.s.len() {
+            return Err(p.err("trailing characters"));
+        }
+        Ok(v)
+    }
+    fn err(&self, what: &str) -> String {
+        format!("JSON: {what} at byte {}", self.i)
+    }
+    fn ws(&mut self) {
+        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
+            self.i += 1;
+        }
+    }
+    fn eat(&mut self, c: u8) -> Result<(), String> {
+        self.ws();
+        if self.s.get(self.i) == Some(&c) {
+            self.i += 1;
+            Ok(())
+        } else {
+            Err(self.err(&format!("expected {:?}", c as char)))
+        }
+    }
+    fn literal(&mut self, word: &str, v: Json) -> Result<Json, String> {
+        if self.s[self.i..].starts_with(word.as_bytes()) {
+            self.i += word.len();
+            Ok(v)
+        } else {
+            Err(self.err("unknown literal"))
+        }
+    }
+    fn value(&mut self) -> Result<Json, String> {
+        self.ws();
+        match self.s.get(self.i) {
+            None => Err(self.err("unexpected end")),
+            Some(b'{') => {
+                self.i += 1;
+                let mut m = Vec::new();
+                self.ws();
+                if self.s.get(self.i) == Some(&b'}') {
+                    self.i += 1;
+                    return Ok(Json::Obj(m));
+                }
+                loop {
+                    self.ws();
+                    let k = self.string()?;
+                    self.eat(b':')?;
+                    m.push((k, self.value()?));
+                    self.ws();
+                    match self.s.get(self.i) {
+                        Some(b',') => self.i += 1,
+                        Some(b'}') => {
+                            self.i += 1;
+                            return Ok(Json::Obj(m));
+                        }
+                        _ => return Err(self.err("expected ',' or '}'")),
+                    }
+                }
+            }
+            Some(b'[') => {
+                // Parsed for its syntax; the elements are not kept.
+                self.i += 1;
+                self.ws();
+                if self.s.get(self.i) == Some(&b']') {
+                    self.i += 1;
+                    return Ok(Json::Other);
+                }
+                loop {
+                    self.value()?;
+                    self.ws();
+                    match self.s.get(self.i) {
+                        Some(b',') => self.i += 1,
+                        Some(b']') => {
+                            self.i += 1;
+                            return Ok(Json::Other);
+                        }
+                        _ => return Err(self.err("expected ',' or ']'")),
+                    }
+                }
+            }
+            Some(b'"') => Ok(Json::Str(self.string()?)),
+            Some(b't') => self.literal("true", Json::Other),
+            Some(b'f') => self.literal("false", Json::Other),
+            Some(b'n') => self.literal("null", Json::Other),
+            // Python's json writes these for non-finite floats.
+            Some(b'N') => self.literal("NaN", Json::Num(f64::NAN)),
+            Some(b'I') => self.literal("Infinity", Json::Num(f64::INFINITY)),
+            Some(_) => {
+                let start = self.i;
+                while self.i < self.s.len()
+                    && matches!(
+                        self.s[self.i],
+                        b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
+                    )
+                {
+                    self.i += 1;
+                }
+                std::str::from_utf8(&self.s[start..self.i])
+                    .ok()
+                    .and_then(|t| t.parse().ok())
+                    .map(Json::Num)
+                    .ok_or_else(|| self.err("bad number"))
+            }
+        }
+    }
+    fn string(&mut self) -> Result<String, String> {
+        if self.s.get(self.i) != Some(&b'"') {
+            return Err(self.err("expected a string"));
+        }
+        self.i += 1;
+        let mut out = Vec::new();
+        loop {
+            let c = *self.s.get(self.i).ok_or_else(|| self.err("open string"))?;
+            self.i += 1;
+            match c {
+                b'"' => break,
+                b'\\' => {
+                    let e = *self.s.get(self.i).ok_or_else(|| self.err("open string"))?;
+                    self.i += 1;
+                    let ch = match e {
+                        b'"' => '"',
+                        b'\\' => '\\',
+                        b'/' => '/',
+                        b'b' => '\u{8}',
+                        b'f' => '\u{c}',
+                        b'n' => '\n',
+                        b'r' => '\r',
+                        b't' => '\t',
+                        b'u' => {
+                            let hex = self
+                                .s
+                                .get(self.i..self.i + 4)
+                                .and_then(|h| std::str::from_utf8(h).ok())
+                                .and_then(|h| u32::from_str_radix(h, 16).ok())
+                                .ok_or_else(|| self.err("bad \\u escape"))?;
+                            self.i += 4;
+                            char::from_u32(hex).unwrap_or('\u{fffd}')
+                        }
+                        _ => return Err(self.err("bad escape")),
+                    };
+                    let mut buf = [0; 4];
+                    out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
+                }
+                _ => out.push(c),
+            }
+        }
+        String::from_utf8(out).map_err(|_| self.err("string is not UTF-8"))
+    }
+}
+
+/// A peer's median for one lattice, connectivity and thread count.
+#[derive(Clone, Copy)]
+struct PeerTime {
+    ms: f64,
+    count: usize,
+}
+
+/// `benches/peers_cpu.py` in serve mode: started once, it times OpenCV or scipy on a lattice of
+/// the temporary folder when asked, so that each peer is timed right before clusterlab on the same
+/// lattice and both see the same load.
+struct PeerProcess {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    /// Library versions, from the script's first line.
+    versions: Vec<(String, String)>,
+}
+
+impl PeerProcess {
+    fn start(s: &Settings, dir: &Path) -> Result<PeerProcess, String> {
+        let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers_cpu.py");
+        let mut child = Command::new(&s.python)
+            .arg(&script)
+            .arg("--serve")
+            .arg("--dir")
+            .arg(dir)
+            .arg("--repeats")
+            .arg(s.repeats.to_string())
+            .arg("--warmup")
+            .arg(s.warmup.to_string())
+            .arg("--min-time")
+            .arg(s.min_time.to_string())
+            .arg("--max-repeats")
+            .arg(s.max_repeats.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .spawn()
+            .map_err(|e| format!("cannot run {} {}: {e}", s.python, script.display()))?;
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().expect("piped stdout"));
+        let mut peers = PeerProcess {
+            child,
+            stdin,
+            stdout,
+            versions: Vec::new(),
+        };
+        let first = peers.read().map_err(|e| {
+            format!(
+                "{e}; are numpy, scipy and opencv-python-headless installed for {}? \
+                 (scripts/bench-cpu.sh installs them)",
+                s.python
+            )
+        })?;
+        for key in ["opencv", "scipy", "numpy", "python"] {
+            if let Some(v) = first.get(key).and_then(Json::str) {
+                peers.versions.push((key.to_string(), v.to_string()));
+            }
+        }
+        Ok(peers)
+    }
+
+    fn read(&mut self) -> Result<Json, String> {
+        let mut line = String::new();
+        match self.stdout.read_line(&mut line) {
+            Ok(0) => Err("peers_cpu.py ended early".into()),
+            Ok(_) => Parser::parse(&line),
+            Err(e) => Err(format!("reading from peers_cpu.py: {e}")),
+        }
+    }
+
+    /// Sends one request (`scipy FILE CONN` or `opencv FILE CONN THREADS`) and reads the median.
+    fn ask(&mut self, request: &str) -> Result<PeerTime, String> {
+        let stdin = self.stdin.as_mut().ok_or("peers_cpu.py is closed")?;
+        writeln!(stdin, "{request}")
+            .and_then(|_| stdin.flush())
+            .map_err(|e| format!("writing to peers_cpu.py: {e}"))?;
+        let reply = self.read()?;
+        if let Some(e) = reply.get("error").and_then(Json::str) {
+            return Err(format!("peers_cpu.py, {request:?}: {e}"));
+        }
+        let field = |k: &str| reply.get(k).and_then(Json::num);
+        match (field("ms"), field("count")) {
+            (Some(ms), Some(count)) => Ok(PeerTime {
+                ms,
+                count: count as usize,
+            }),
+            _ => Err(format!(
+                "peers_cpu.py, {request:?}: no ms or count in the reply"
+            )),
+        }
+    }
+
+    /// Closes the script's input, so that it ends, and waits for it.
+    fn finish(&mut self) {
+        self.stdin = None;
+        let _ = self.child.wait();
+    }
+}
+
+impl Drop for PeerProcess {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Output
+// ---------------------------------------------------------------------------------------------
+
+/// One line of the table.
+struct Row {
+    case: usize,
+    conn: usize,
+    threads: usize,
+    ms: f64,
+    reps: usize,
+    count: usize,
+    opencv: Option<PeerTime>,
+    scipy: Option<PeerTime>,
+    matches: bool,
+}
+
+fn json_str(s: &str) -> String {
+    let mut out = String::from("\"");
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            c if (c as u32) < 0x20 => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
+}
+
+fn json_num(x: Option<f64>) -> String {
+    match x {
+        Some(x) if x.is_finite() => format!("{x:.6}"),
+        _ => "null".into(),
+    }
+}
+
+fn json_opt<T: ToString>(x: Option<T>) -> String {
+    x.map_or_else(|| "null".into(), |v| v.to_string())
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
+}
+
+/// The 1-, 5- and 15-minute load averages (Linux), to judge how busy the machine was.
+fn load_average() -> Option<String> {
+    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
+    let fields: Vec<&str> = text.split_whitespace().take(3).collect();
+    (fields.len() == 3).then(|| fields.join(" "))
+}
+
+fn write_json(
+    path: &Path,
+    s: &Settings,
+    cases: &[Case],
+    versions: &[(String, String)],
+    rows: &[Row],
+    load: [Option<String>; 2],
+) -> std::io::Result<()> {
+    let mut j = String::from("{\n");
+    let _ = writeln!(j, "  \"bench\": \"cpu_vs_peers\",");
+    let _ = writeln!(j, "  \"quick\": {},", s.quick);
+    let [load_start, load_end] = load.map(|l| l.map_or_else(|| "null".into(), |l| json_str(&l)));
+    let _ = writeln!(j, "  \"load_average_start\": {load_start},");
+    let _ = writeln!(j, "  \"load_average_end\": {load_end},");
+    let _ = writeln!(j, "  \"cpu\": {},", json_str(&cpu_model()));
+    let _ = writeln!(j, "  \"threads_all\": {},", s.threads_all);
+    let _ = writeln!(
+        j,
+        "  \"timing\": {{\"warmup\": {}, \"min_repeats\": {}, \"min_seconds\": {}, \"statistic\": \"median\"}},",
+        s.warmup, s.repeats, s.min_time
+    );
+    let versions: Vec<String> = versions
+        .iter()
+        .map(|(k, v)| format!("{}: {}", json_str(k), json_str(v)))
+        .collect();
+    let _ = writeln!(j, "  \"peers\": {{{}}},", versions.join(", "));
+    j.push_str("  \"rows\": [\n");
+    for (i, r) in rows.iter().enumerate() {
+        let c = &cases[r.case];
+        let ratio = |p: Option<PeerTime>| p.map(|p| p.ms / r.ms);
+        let _ = write!(
+            j,
+            "    {{\"lattice\": {}, \"file\": {}, \"kind\": {}, \"height\": {}, \"width\": {}, \
+             \"p\": {}, \"grain\": {}, \"seed\": {}, \"density\": {}, \"conn\": {}, \"threads\": {}, \
+             \"clusterlab_ms\": {}, \"clusterlab_reps\": {}, \"opencv_ms\": {}, \"scipy_ms\": {}, \
+             \"opencv_over_clusterlab\": {}, \"scipy_over_clusterlab\": {}, \
+             \"clusters\": {}, \"opencv_clusters\": {}, \"scipy_clusters\": {}, \"counts_match\": {}}}",
+            json_str(&c.name),
+            json_str(&c.file),
+            json_str(c.kind),
+            c.lattice.nrows(),
+            c.lattice.ncols(),
+            json_num(c.p),
+            json_opt(c.grain),
+            json_opt(c.seed),
+            json_num(Some(
+                c.lattice.iter().filter(|&&v| v != 0).count() as f64 / c.lattice.len() as f64
+            )),
+            r.conn,
+            r.threads,
+            json_num(Some(r.ms)),
+            r.reps,
+            json_num(r.opencv.map(|p| p.ms)),
+            json_num(r.scipy.map(|p| p.ms)),
+            json_num(ratio(r.opencv)),
+            json_num(ratio(r.scipy)),
+            r.count,
+            json_opt(r.opencv.map(|p| p.count)),
+            json_opt(r.scipy.map(|p| p.count)),
+            r.matches,
+        );
+        j.push_str(if i + 1 < rows.len() { ",\n" } else { "\n" });
+    }
+    j.push_str("  ]\n}\n");
+    std::fs::write(path, j)
+}
+
+fn print_table(cases: &[Case], rows: &[Row]) {
+    let ms = |p: Option<PeerTime>| p.map_or_else(|| "–".into(), |p| format!("{:.2}", p.ms));
+    let ratio = |p: Option<PeerTime>, r: &Row| {
+        p.map_or_else(|| "–".into(), |p| format!("{:.2}", p.ms / r.ms))
+    };
+    let header = [
+        "lattice",
+        "conn",
+        "threads",
+        "clusterlab ms",
+        "OpenCV ms",
+        "scipy ms",
+        "OpenCV/clusterlab",
+        "scipy/clusterlab",
+    ]
+    .map(String::from);
+    let mut table = vec![header];
+    for r in rows {
+        table.push([
+            cases[r.case].name.clone(),
+            r.conn.to_string(),
+            r.threads.to_string(),
+            format!("{:.2}", r.ms),
+            ms(r.opencv),
+            ms(r.scipy),
+            ratio(r.opencv, r),
+            ratio(r.scipy, r),
+        ]);
+    }
+    let mut widths = [0usize; 8];
+    for line in &table {
+        for (w, cell) in widths.iter_mut().zip(line) {
+            *w = (*w).max(cell.chars().count());
+        }
+    }
+    let fmt = |line: &[String; 8]| {
+        let cells: Vec<String> = line
+            .iter()
+            .zip(widths)
+            .enumerate()
+            .map(|(i, (c, w))| {
+                let pad = " ".repeat(w - c.chars().count());
+                if i == 0 {
+                    format!("{c}{pad}")
+                } else {
+                    format!("{pad}{c}")
+                }
+            })
+            .collect();
+        format!("| {} |", cells.join(" | "))
+    };
+    println!("{}", fmt(&table[0]));
+    let rule: Vec<String> = widths
+        .iter()
+        .enumerate()
+        .map(|(i, &w)| {
+            if i == 0 {
+                "-".repeat(w)
+            } else {
+                format!("{}:", "-".repeat(w - 1))
+            }
+        })
+        .collect();
+    println!("| {} |", rule.join(" | "));
+    for line in &table[1..] {
+        println!("{}", fmt(line));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+/// Generates the lattices, times the three libraries case by case, prints the table and writes
+/// the JSON. Returns the number of cluster-count mismatches.
+fn run(s: &Settings, dir: &Path) -> Result<usize, String> {
+    let threads = s.thread_counts();
+    let load_start = load_average();
+    let t0 = Instant::now();
+    let cases = cases(s.small, s.big);
+    std::fs::create_dir_all(dir).map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    for c in &cases {
+        let path = dir.join(&c.file);
+        ndarray_npy::write_npy(&path, &c.lattice)
+            .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    }
+    eprintln!(
+        "generated {} lattices in {:.1} s",
+        cases.len(),
+        t0.elapsed().as_secs_f64()
+    );
+
+    let mut peers = PeerProcess::start(s, dir)?;
+    let mut rows = Vec::new();
+    let mut mismatches = 0;
+    for (ci, c) in cases.iter().enumerate() {
+        let mut out = Array2::<u32>::zeros(c.lattice.dim());
+        for &conn in &c.conns {
+            let k = conn.neighbours();
+            let scipy = peers.ask(&format!("scipy {} {k}", c.file))?;
+            for &t in &threads {
+                let opencv = peers.ask(&format!("opencv {} {k} {t}", c.file))?;
+                let parallelism = if t == 1 {
+                    Parallelism::Sequential
+                } else {
+                    Parallelism::Threads(t)
+                };
+                let mut labeler = Labeler::new(conn, Boundary::Open).parallelism(parallelism);
+                let mut error = None;
+                let (ms, reps, count) = median_ms(s, || {
+                    match labeler.label_into(c.lattice.view(), out.view_mut()) {
+                        Ok(n) => n,
+                        Err(e) => {
+                            error = Some(e);
+                            0
+                        }
+                    }
+                });
+                if let Some(e) = error {
+                    return Err(format!("clusterlab on {} {k}-conn: {e}", c.name));
+                }
+                let matches = opencv.count == count && scipy.count == count;
+                if !matches {
+                    mismatches += 1;
+                    let line = format!(
+                        "!!!!!!!! MISMATCH: {} {k}-conn {t} thread(s): clusterlab {count} \
+                         clusters, OpenCV {}, scipy {} !!!!!!!!",
+                        c.name, opencv.count, scipy.count
+                    );
+                    println!("{line}");
+                    eprintln!("{line}");
+                }
+                eprintln!(
+                    "  {} {k}-conn {t} thread(s): clusterlab {ms:.2} ms ({reps} runs), OpenCV \
+                     {:.2} ms, scipy {:.2} ms; {count} clusters",
+                    c.name, opencv.ms, scipy.ms
+                );
+                rows.push(Row {
+                    case: ci,
+                    conn: k,
+                    threads: t,
+                    ms,
+                    reps,
+                    count,
+                    opencv: Some(opencv),
+                    scipy: Some(scipy),
+                    matches,
+                });
+            }
+        }
+    }
+    peers.finish();
+
+    let load_end = load_average();
+    println!();
+    let versions: Vec<String> = peers
+        .versions
+        .iter()
+        .map(|(k, v)| format!("{k} {v}"))
+        .collect();
+    println!(
+        "CPU {}; {}; times are medians in ms; ratios > 1 mean clusterlab is faster. \
+         scipy is single-threaded: its one time is shown at every thread count.",
+        cpu_model(),
+        versions.join(", ")
+    );
+    println!();
+    print_table(&cases, &rows);
+    println!();
+    if let (Some(a), Some(b)) = (&load_start, &load_end) {
+        println!(
+            "load average (1, 5, 15 min) {a} at the start, {b} at the end: other work on the \
+             machine skews the times"
+        );
+    }
+
+    let out_dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("bench-out");
+    let json = out_dir.join("cpu.json");
+    std::fs::create_dir_all(&out_dir)
+        .and_then(|_| {
+            write_json(
+                &json,
+                s,
+                &cases,
+                &peers.versions,
+                &rows,
+                [load_start, load_end],
+            )
+        })
+        .map_err(|e| format!("cannot write {}: {e}", json.display()))?;
+    println!("wrote {}", json.display());
+    Ok(mismatches)
+}
+
+fn main() -> ExitCode {
+    let s = Settings::from_env();
+    println!(
+        "cpu_vs_peers: {} run, CPU {}, thread counts {:?}, median of >= {} runs and >= {} s \
+         after {} warm-up; each peer is timed right before clusterlab on the same lattice",
+        if s.quick { "QUICK" } else { "full" },
+        cpu_model(),
+        s.thread_counts(),
+        s.repeats,
+        s.min_time,
+        s.warmup
+    );
+    let dir = std::env::temp_dir().join(format!("clusterlab-cpu-bench-{}", std::process::id()));
+    let result = run(&s, &dir);
+    let _ = std::fs::remove_dir_all(&dir);
+    match result {
+        Ok(0) => ExitCode::SUCCESS,
+        Ok(n) => {
+            println!("!!!!!!!! {n} MISMATCH(ES) in cluster counts: see above !!!!!!!!");
+            ExitCode::FAILURE
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            ExitCode::FAILURE
+        }
+    }
+}
