@@ -29,6 +29,54 @@ enum Command {
     Label(LabelArgs),
     /// Generate a site-percolation lattice (0/1 as uint8) from MT19937.
     Generate(GenerateArgs),
+    /// Measure every cluster of a lattice file: size, bounding box, centroid, gyration radius,
+    /// site/bond/hull perimeters, filled area, wrapping and spanning; print a summary (clusters,
+    /// largest, mean cluster size S, P∞, wrapping) and optionally write the table.
+    Analyze(AnalyzeArgs),
+}
+
+#[derive(Debug, Args)]
+struct AnalyzeArgs {
+    /// The lattice: a 2-D array of booleans or non-negative integers in a .npy, .h5 or .hdf5 file.
+    input: PathBuf,
+
+    /// Where to write the cluster table (replaced atomically). .csv: one row per cluster (header
+    /// label,size,x_min,...,spans_y; flags 0/1). .h5/.hdf5: datasets /clusters/<column> with
+    /// attributes shape, connectivity, boundary, count and segments, plus /labels and /lattice.
+    /// Without it, only the summary is printed.
+    #[arg(short, long, value_name = "PATH")]
+    output: Option<PathBuf>,
+
+    /// Which neighbours join a cluster: 4 (edges) or 8 (edges and diagonals).
+    #[arg(short, long, value_enum, default_value_t = ConnectivityArg::Four)]
+    connectivity: ConnectivityArg,
+
+    /// What lies beyond the edges: open, periodic (a torus: both axes wrap), periodic-x (columns
+    /// wrap) or periodic-y (rows wrap).
+    #[arg(short, long, value_enum, default_value_t = BoundaryArg::Open)]
+    boundary: BoundaryArg,
+
+    /// Same-value segments: neighbours join only when they hold the same nonzero value, and
+    /// every site not in a segment counts as outside it for the perimeters.
+    #[arg(short, long)]
+    segments: bool,
+
+    /// The HDF5 dataset holding the lattice (default /lattice). Ignored for .npy input.
+    #[arg(short, long, value_name = "NAME")]
+    dataset: Option<String>,
+
+    /// HDF5 output: write only the cluster table (no /labels, no /lattice).
+    #[arg(long)]
+    no_labels: bool,
+
+    /// Worker threads (at least 1). Default: all cores (rayon's pool, which follows
+    /// RAYON_NUM_THREADS).
+    #[arg(short = 'j', long, value_name = "N", value_parser = parse_threads)]
+    threads: Option<usize>,
+
+    /// Print nothing but errors.
+    #[arg(short, long)]
+    quiet: bool,
 }
 
 #[derive(Debug, Args)]
@@ -237,6 +285,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Label(args) => label(args),
         Command::Generate(args) => generate(args),
+        Command::Analyze(args) => analyze(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
@@ -416,6 +465,153 @@ fn generate(args: GenerateArgs) -> Result<()> {
         ));
     }
     Ok(())
+}
+
+fn analyze(args: AnalyzeArgs) -> Result<()> {
+    // Refuse an unusable output before any work.
+    let csv = match &args.output {
+        None => false,
+        Some(out) => {
+            let ext = out
+                .extension()
+                .and_then(|e| e.to_str())
+                .map(str::to_ascii_lowercase);
+            let csv = match ext.as_deref() {
+                Some("csv") => true,
+                Some("h5") | Some("hdf5") => false,
+                _ => bail!(
+                    "{}: unsupported output extension: the cluster table is written as .csv, \
+                     .h5 or .hdf5",
+                    out.display()
+                ),
+            };
+            check_output_folder(out)?;
+            if let (Ok(a), Ok(b)) = (args.input.canonicalize(), out.canonicalize()) {
+                if a == b {
+                    bail!(
+                        "{}: the output would replace the input lattice; choose another --output",
+                        out.display()
+                    );
+                }
+            }
+            csv
+        }
+    };
+
+    let stage = Stage::new(args.quiet);
+    stage.set(format!("reading {}", args.input.display()));
+    let lattice = io::read_lattice(&args.input, args.dataset.as_deref())?;
+    let (h, w) = lattice.dim();
+    let connectivity = Connectivity::from(args.connectivity);
+    let boundary = Boundary::from(args.boundary);
+    let parallelism = match args.threads {
+        Some(n) => Parallelism::Threads(n),
+        None => Parallelism::Rayon,
+    };
+    let mut analyzer = clusterlab::Analyzer::new(connectivity, boundary)
+        .segments(args.segments)
+        .parallelism(parallelism);
+    stage.set(format!("analyzing {h}x{w} lattice"));
+    let start = Instant::now();
+    let (table, labels) = match &lattice {
+        Lattice::U8(a) => analyzer.analyze_labeled(a.view())?,
+        Lattice::U16(a) => analyzer.analyze_labeled(a.view())?,
+        Lattice::U32(a) => analyzer.analyze_labeled(a.view())?,
+    };
+    let elapsed = start.elapsed();
+    if let Some(out) = &args.output {
+        stage.set(format!("writing {}", out.display()));
+        if csv {
+            table.write_csv(out)?;
+        } else if args.no_labels {
+            table.write_hdf5(out)?;
+        } else {
+            table.write_hdf5_with(out, Some(&labels), Some(&lattice))?;
+        }
+    }
+    drop(stage);
+
+    if !args.quiet {
+        let s = table.stats();
+        let yes = |b: bool| if b { "yes" } else { "no" };
+        let fraction = |n: u64| {
+            if s.sites > 0 {
+                n as f64 / s.sites as f64
+            } else {
+                0.0
+            }
+        };
+        let mode = if args.segments {
+            "same-value segments"
+        } else {
+            "occupied sites"
+        };
+        let mut text = format!(
+            "input      {} ({h}x{w} {})\n\
+             analysis   {}-connectivity, {} boundary, {mode}\n\
+             clusters   {}\n\
+             largest    {} sites ({:.4} of the lattice)\n\
+             mean size  S = {:.4} (clusters that neither wrap nor span)\n\
+             P∞         {:.6} ({} percolating cluster{})\n",
+            args.input.display(),
+            lattice.dtype(),
+            connectivity.neighbours(),
+            boundary,
+            s.clusters,
+            s.largest,
+            fraction(s.largest),
+            s.mean_size,
+            s.p_infinity,
+            s.percolating,
+            if s.percolating == 1 { "" } else { "s" },
+        );
+        if boundary != Boundary::Open {
+            text.push_str(&format!(
+                "wrapping   x: {}, y: {}, both (one cluster): {}, either: {}\n",
+                yes(s.wraps_x),
+                yes(s.wraps_y),
+                yes(s.wraps_both),
+                yes(s.wraps_either)
+            ));
+        }
+        if !(boundary.wraps_x() && boundary.wraps_y()) {
+            text.push_str(&format!(
+                "spanning   x: {}, y: {}\n",
+                if boundary.wraps_x() {
+                    "-"
+                } else {
+                    yes(s.spans_x)
+                },
+                if boundary.wraps_y() {
+                    "-"
+                } else {
+                    yes(s.spans_y)
+                },
+            ));
+        }
+        text.push_str(&format!(
+            "time       {:.3} ms ({} threads)\n",
+            elapsed.as_secs_f64() * 1e3,
+            match args.threads {
+                Some(n) => n,
+                None => rayon_threads(),
+            }
+        ));
+        if let Some(out) = &args.output {
+            text.push_str(&format!("output     {}\n", out.display()));
+        }
+        print_stdout(&text);
+    }
+    Ok(())
+}
+
+/// The size of rayon's global pool.
+fn rayon_threads() -> usize {
+    std::env::var("RAYON_NUM_THREADS")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()))
 }
 
 /// The output's folder must exist (checked up front so that no work is wasted).

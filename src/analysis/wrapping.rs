@@ -1,0 +1,252 @@
+//! Wrapping by winding: displacement-tracking union-find (Machta; Newman–Ziff) over open pieces.
+//!
+//! The lattice is first labeled with open boundaries; its clusters ("pieces") are joined across
+//! the wrapping edges here. Inside a piece every step stays in the same copy of the lattice, so
+//! each piece has one *shift* — the number of times (per axis) a walk from the cluster's root piece
+//! crosses the periodic edges to reach it — and the union-find stores, for each piece, its shift
+//! relative to its parent. A wrapping link whose two ends are already in one set closes a loop; if
+//! the shifts disagree the loop has a nonzero net displacement along that axis and the cluster
+//! wraps (winds around the torus) in it. Only the `O(h + w)` links across the edges are visited.
+//!
+//! The root of a set is its smallest piece label, whose first site is the cluster's first site,
+//! so shifts are relative to the copy that holds the first site.
+
+use crate::lattice::{Boundary, Connectivity};
+use ndarray::ArrayView2;
+
+/// Wraps in `x`.
+pub(crate) const WRAP_X: u8 = 1;
+/// Wraps in `y`.
+pub(crate) const WRAP_Y: u8 = 2;
+
+/// Pieces joined into periodic clusters.
+#[derive(Default)]
+pub(crate) struct Joined {
+    /// `map[piece]`: the cluster (numbered `1..=count` by smallest piece); `map[0] = 0`.
+    pub map: Vec<u32>,
+    /// `shift[piece]`: `[sx, sy]`, the piece's copy relative to its cluster's first site, in
+    /// lattice periods (a site's unwrapped position is its position plus `shift * (w, h)`).
+    pub shift: Vec<[i32; 2]>,
+    /// `wraps[cluster]`: [`WRAP_X`] | [`WRAP_Y`] bits; index 0 unused.
+    pub wraps: Vec<u8>,
+    /// The number of clusters.
+    pub count: usize,
+    parent: Vec<u32>,
+    offset: Vec<[i32; 2]>,
+    flags: Vec<u8>,
+}
+
+impl Joined {
+    fn find(&mut self, x: u32) -> (u32, [i32; 2]) {
+        let mut r = x;
+        let mut acc = [0i32; 2];
+        while self.parent[r as usize] != r {
+            let o = self.offset[r as usize];
+            acc = [acc[0] + o[0], acc[1] + o[1]];
+            r = self.parent[r as usize];
+        }
+        // Path compression, keeping each node's offset to the root.
+        let mut cur = x;
+        let mut rem = acc;
+        while self.parent[cur as usize] != cur {
+            let next = self.parent[cur as usize];
+            let o = self.offset[cur as usize];
+            self.parent[cur as usize] = r;
+            self.offset[cur as usize] = rem;
+            rem = [rem[0] - o[0], rem[1] - o[1]];
+            cur = next;
+        }
+        (r, acc)
+    }
+
+    /// Records the link "the shift of `b` minus the shift of `a` is `k`".
+    fn link(&mut self, a: u32, b: u32, k: [i32; 2]) {
+        let (ra, oa) = self.find(a);
+        let (rb, ob) = self.find(b);
+        if ra == rb {
+            let dx = ob[0] - oa[0] - k[0];
+            let dy = ob[1] - oa[1] - k[1];
+            let f = &mut self.flags[ra as usize];
+            if dx != 0 {
+                *f |= WRAP_X;
+            }
+            if dy != 0 {
+                *f |= WRAP_Y;
+            }
+            return;
+        }
+        // shift(rb) - shift(ra)
+        let rel = [k[0] - ob[0] + oa[0], k[1] - ob[1] + oa[1]];
+        if ra < rb {
+            self.parent[rb as usize] = ra;
+            self.offset[rb as usize] = rel;
+            self.flags[ra as usize] |= self.flags[rb as usize];
+        } else {
+            self.parent[ra as usize] = rb;
+            self.offset[ra as usize] = [-rel[0], -rel[1]];
+            self.flags[rb as usize] |= self.flags[ra as usize];
+        }
+    }
+
+    /// Joins the `pieces` (`1..=npieces`, open-boundary labels) across the edges that `boundary`
+    /// wraps, with the literal neighbourhood of `connectivity`; `joined(a, b)` says whether two
+    /// neighbouring sites `(y, x)` are joined.
+    pub(crate) fn join(
+        &mut self,
+        pieces: ArrayView2<'_, u32>,
+        npieces: usize,
+        connectivity: Connectivity,
+        boundary: Boundary,
+        joined: impl Fn((usize, usize), (usize, usize)) -> bool,
+    ) {
+        let (h, w) = pieces.dim();
+        self.parent.clear();
+        self.parent.extend(0..=npieces as u32);
+        self.offset.clear();
+        self.offset.resize(npieces + 1, [0, 0]);
+        self.flags.clear();
+        self.flags.resize(npieces + 1, 0);
+        let (wy, wx) = (boundary.wraps_y(), boundary.wraps_x());
+        if h > 0 && w > 0 && (wx || wy) {
+            for_each_wrap_link(h, w, connectivity, wx, wy, |s, t, k| {
+                let (a, b) = (pieces[s], pieces[t]);
+                if a != 0 && b != 0 && joined(s, t) {
+                    self.link(a, b, k);
+                }
+            });
+        }
+        // Number the roots in increasing order (= raster order of their first sites).
+        self.map.clear();
+        self.map.resize(npieces + 1, 0);
+        self.shift.clear();
+        self.shift.resize(npieces + 1, [0, 0]);
+        self.wraps.clear();
+        self.wraps.push(0);
+        let mut n = 0u32;
+        for p in 1..=npieces as u32 {
+            let (r, o) = self.find(p);
+            if r == p {
+                n += 1;
+                self.map[p as usize] = n;
+                self.wraps.push(self.flags[p as usize]);
+            } else {
+                self.map[p as usize] = self.map[r as usize];
+            }
+            self.shift[p as usize] = o;
+        }
+        self.count = n as usize;
+    }
+}
+
+/// Calls `f(site, neighbour, k)` for every link of the literal neighbourhood that crosses a
+/// wrapping edge, from both ends: `k` is the number of periods crossed per axis (`[kx, ky]`, each
+/// −1, 0 or 1), so that the neighbour's unwrapped position is the site's plus the offset.
+pub(crate) fn for_each_wrap_link(
+    h: usize,
+    w: usize,
+    connectivity: Connectivity,
+    wraps_x: bool,
+    wraps_y: bool,
+    mut f: impl FnMut((usize, usize), (usize, usize), [i32; 2]),
+) {
+    const FOUR: [(isize, isize); 4] = [(-1, 0), (0, -1), (0, 1), (1, 0)];
+    const EIGHT: [(isize, isize); 8] = [
+        (-1, -1),
+        (-1, 0),
+        (-1, 1),
+        (0, -1),
+        (0, 1),
+        (1, -1),
+        (1, 0),
+        (1, 1),
+    ];
+    let offsets: &[(isize, isize)] = match connectivity {
+        Connectivity::Four => &FOUR,
+        Connectivity::Eight => &EIGHT,
+    };
+    let wrap = |v: isize, n: usize, wraps: bool| -> Option<(usize, i32)> {
+        if v < 0 {
+            wraps.then(|| ((v + n as isize) as usize, -1))
+        } else if v as usize >= n {
+            wraps.then(|| (v as usize - n, 1))
+        } else {
+            Some((v as usize, 0))
+        }
+    };
+    let mut visit = |y: usize, x: usize| {
+        for &(dy, dx) in offsets {
+            let Some((ty, ky)) = wrap(y as isize + dy, h, wraps_y) else {
+                continue;
+            };
+            let Some((tx, kx)) = wrap(x as isize + dx, w, wraps_x) else {
+                continue;
+            };
+            if kx != 0 || ky != 0 {
+                f((y, x), (ty, tx), [kx, ky]);
+            }
+        }
+    };
+    // The border sites, each once.
+    for x in 0..w {
+        visit(0, x);
+        if h > 1 {
+            visit(h - 1, x);
+        }
+    }
+    for y in 1..h.saturating_sub(1) {
+        visit(y, 0);
+        if w > 1 {
+            visit(y, w - 1);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use ndarray::array;
+
+    fn run(pieces: ArrayView2<'_, u32>, c: Connectivity, b: Boundary) -> Joined {
+        let n = pieces.iter().copied().max().unwrap_or(0) as usize;
+        let mut j = Joined::default();
+        j.join(pieces, n, c, b, |s, t| pieces[s] != 0 && pieces[t] != 0);
+        j
+    }
+
+    #[test]
+    fn straight_strip_wraps_in_x_only() {
+        let p = array![[0, 0, 0], [1, 1, 1], [0, 0, 0]];
+        let j = run(p.view(), Connectivity::Four, Boundary::Periodic);
+        assert_eq!(j.count, 1);
+        assert_eq!(j.wraps[1], WRAP_X);
+    }
+
+    #[test]
+    fn two_pieces_joined_across_the_edge_get_a_shift() {
+        // Pieces 1 (column 0) and 2 (column 2) meet across the x edge: no winding.
+        let p = array![[1, 0, 2], [0, 0, 0]];
+        let j = run(p.view(), Connectivity::Four, Boundary::Periodic);
+        assert_eq!(j.count, 1);
+        assert_eq!(j.wraps[1], 0);
+        // Piece 2 is reached from piece 1 by stepping left across the edge: one period back.
+        assert_eq!(j.shift[2], [-1, 0]);
+    }
+
+    #[test]
+    fn diagonal_winding_wraps_both() {
+        // One open piece (8-connected along the diagonal) that closes on itself across the corner.
+        let p = array![[1, 0, 0], [0, 1, 0], [0, 0, 1]];
+        let j = run(p.view(), Connectivity::Eight, Boundary::Periodic);
+        assert_eq!(j.count, 1);
+        assert_eq!(j.wraps[1], WRAP_X | WRAP_Y);
+    }
+
+    #[test]
+    fn width_one_torus_wraps_in_x() {
+        let p = array![[1], [0]];
+        let j = run(p.view(), Connectivity::Four, Boundary::Periodic);
+        assert_eq!(j.wraps[1], WRAP_X);
+        let j = run(p.view(), Connectivity::Four, Boundary::PeriodicY);
+        assert_eq!(j.wraps[1], 0);
+    }
+}
