@@ -55,6 +55,25 @@ pub enum Error {
     /// The CUDA backend was asked for but cannot be used here (with the reason).
     #[error("CUDA unavailable: {0}")]
     CudaUnavailable(String),
+    /// The lattice, its labels and the algorithm's scratch do not fit in the GPU's free memory.
+    #[error("out of GPU memory: {needed} bytes needed, {free} bytes free")]
+    OutOfDeviceMemory {
+        /// Bytes the labeling needs on the device.
+        needed: usize,
+        /// Bytes free on the device when asked.
+        free: usize,
+    },
+    /// A GPU kernel family failed to compile at run time (with NVRTC's log).
+    #[error("NVRTC could not compile {kernel}:\n{log}")]
+    KernelCompile {
+        /// The kernel family and its configuration.
+        kernel: String,
+        /// NVRTC's compilation log.
+        log: String,
+    },
+    /// A CUDA driver call failed (with the call and the driver's error).
+    #[error("CUDA error: {0}")]
+    Cuda(String),
 }
 
 /// Short for `Result<T, clusterlab::Error>`.

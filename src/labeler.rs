@@ -33,6 +33,57 @@ pub enum Algorithm {
     BlockUnionFind,
 }
 
+/// Where labeling runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub enum Backend {
+    /// The CPU (the default: no device is touched).
+    #[default]
+    Cpu,
+    /// An NVIDIA GPU, by device ordinal (feature `cuda`).
+    Cuda {
+        /// The CUDA device ordinal (0 for the first GPU).
+        device: usize,
+    },
+    /// The first GPU when a CUDA driver and device are usable and the algorithm runs there, the
+    /// CPU otherwise; [`Labeler::backend_name`] says which was chosen.
+    Auto,
+}
+
+impl std::str::FromStr for Backend {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "cpu" => Ok(Backend::Cpu),
+            "cuda" | "gpu" => Ok(Backend::Cuda { device: 0 }),
+            "auto" => Ok(Backend::Auto),
+            _ => match s.strip_prefix("cuda:").map(str::parse) {
+                Some(Ok(device)) => Ok(Backend::Cuda { device }),
+                _ => Err(Error::InvalidArgument(format!(
+                    "backend must be cpu, cuda, cuda:N or auto, not {s:?}"
+                ))),
+            },
+        }
+    }
+}
+
+impl Algorithm {
+    /// Whether the CPU backend implements this algorithm.
+    pub fn runs_on_cpu(self) -> bool {
+        matches!(
+            self,
+            Algorithm::Auto | Algorithm::Bfs | Algorithm::HoshenKopelman | Algorithm::Strips
+        )
+    }
+    /// Whether the CUDA backend implements this algorithm.
+    pub fn runs_on_gpu(self) -> bool {
+        !matches!(
+            self,
+            Algorithm::Bfs | Algorithm::HoshenKopelman | Algorithm::Strips
+        )
+    }
+}
+
 /// How many threads the CPU backend uses.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Parallelism {
@@ -65,6 +116,8 @@ pub enum Parallelism {
 /// ```
 pub struct Labeler {
     spec: Spec,
+    parallelism: Parallelism,
+    on_gpu: bool,
     backend: Box<dyn LabelBackend + Send>,
     /// Label buffer for outputs whose rows are not contiguous.
     staging: Array2<u32>,
@@ -81,6 +134,8 @@ impl Labeler {
                 segments: false,
                 algorithm: Algorithm::Auto,
             },
+            parallelism: Parallelism::Rayon,
+            on_gpu: false,
             backend: Box::new(CpuBackend::new(Parallelism::Rayon)),
             staging: Array2::zeros((0, 0)),
         }
@@ -100,8 +155,30 @@ impl Labeler {
 
     /// The CPU thread count (default [`Parallelism::Rayon`]).
     pub fn parallelism(mut self, parallelism: Parallelism) -> Self {
-        self.backend = Box::new(CpuBackend::new(parallelism));
+        self.parallelism = parallelism;
+        if !self.on_gpu {
+            self.backend = Box::new(CpuBackend::new(parallelism));
+        }
         self
+    }
+
+    /// Where to label (default [`Backend::Cpu`]). A GPU backend compiles its kernels on first
+    /// use and keeps its device buffers between calls.
+    ///
+    /// # Errors
+    /// [`Error::CudaUnavailable`] for [`Backend::Cuda`] when no CUDA driver, NVRTC or device is
+    /// usable (or the crate was built without the `cuda` feature); [`Backend::Auto`] falls back to
+    /// the CPU instead.
+    pub fn backend(mut self, backend: Backend) -> Result<Self> {
+        let gpu = match backend {
+            Backend::Cpu => None,
+            Backend::Cuda { device } => Some(cuda_backend(device)?),
+            Backend::Auto if self.spec.algorithm.runs_on_gpu() => cuda_backend(0).ok(),
+            Backend::Auto => None,
+        };
+        self.on_gpu = gpu.is_some();
+        self.backend = gpu.unwrap_or_else(|| Box::new(CpuBackend::new(self.parallelism)));
+        Ok(self)
     }
 
     /// The neighbourhood.
@@ -114,7 +191,7 @@ impl Labeler {
         self.spec.boundary
     }
 
-    /// The backend that runs the labeling, e.g. `"cpu"`.
+    /// The backend that runs the labeling, e.g. `"cpu"` or `"cuda:0 (NVIDIA H200)"`.
     pub fn backend_name(&self) -> String {
         self.backend.name()
     }
@@ -178,4 +255,19 @@ impl Labeler {
 /// Whether each row is contiguous in memory (stride 1 along `x`, or at most one column).
 fn rows_contiguous(strides: &[isize], w: usize) -> bool {
     w <= 1 || strides[1] == 1
+}
+
+/// The CUDA backend on `device`, or why there is none.
+fn cuda_backend(device: usize) -> Result<Box<dyn LabelBackend + Send>> {
+    #[cfg(feature = "cuda")]
+    {
+        Ok(Box::new(crate::cuda::CudaBackend::new(device)?))
+    }
+    #[cfg(not(feature = "cuda"))]
+    {
+        let _ = device;
+        Err(Error::CudaUnavailable(
+            "clusterlab was built without the `cuda` feature".into(),
+        ))
+    }
 }

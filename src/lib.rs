@@ -35,8 +35,11 @@
 
 #![warn(missing_docs)]
 
+pub mod analysis;
 mod backend;
 mod cpu;
+#[cfg(feature = "cuda")]
+pub mod cuda;
 mod error;
 pub mod generate;
 pub mod io;
@@ -45,8 +48,11 @@ mod labels;
 mod lattice;
 mod rule;
 
+pub use analysis::{
+    analyze, Analyzer, ClusterRow, ClusterTable, LatticeStats, Measures, Percolating,
+};
 pub use error::{Error, Result};
-pub use labeler::{Algorithm, Labeler, Parallelism};
+pub use labeler::{Algorithm, Backend, Labeler, Parallelism};
 pub use labels::Labels;
 pub use lattice::{Boundary, Connectivity, SiteValue, MAX_SITES};
 

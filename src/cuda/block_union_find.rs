@@ -1,0 +1,108 @@
+//! Block-based union-find (after Allegretti, Bolelli & Grana, 2019), with a shared-memory pass:
+//! the GPU fast path.
+//!
+//! One union-find node per block of sites that are always connected to each other — 2×2 blocks
+//! for 8-connectivity, 2×1 for 4-connectivity — so a quarter (half) as many nodes and unions as
+//! per-site union-find, and no iteration. The forest is a compact array with one slot per block
+//! holding its parent's key + 1, where a block's key is its first occupied site; links always go
+//! to the smaller key, so roots are the smallest sites of their clusters.
+//!
+//! - `buf_local`: one thread block per 32×32-block tile reads the tile's sites once, links each
+//!   row's runs of joined blocks to the run's first node (warp ballots, no unions), unites the
+//!   rows in shared memory and writes every block's slot (its local root): this is the
+//!   initialisation, and most unions never touch global memory.
+//! - `buf_border`: the blocks on tile borders are united with their neighbours in other tiles
+//!   (atomicMin linking, path halving).
+//! - `buf_wrap`: the periodic edges, taken literally.
+//! - `buf_flatten`: the local roots of blocks on tile edges are pointed at their global roots,
+//!   so that every later find takes at most two steps.
+//! - `buf_final_raw` (raw numbering: root + 1 at every site, roots counted) or canonical
+//!   numbering writes the labels.
+//!
+//! In segment mode a 2×2 or 2×1 block may hold several values, so segments fall back to per-site
+//! union-find (1×1 blocks) in the same kernels, with the label array itself as the forest.
+
+use super::canonical::{self, block_grid, Geo, BLOCK_CTA};
+use super::context::{kernel_args, Gpu, Module};
+use super::engine::{Buffers, Job};
+use super::Numbering;
+use crate::Result;
+
+/// Blocks per tile side (`TILE` in `block_union_find.cu`).
+const TILE: u32 = 32;
+
+/// Queues the labeling of `job`.
+pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
+    let geo = Geo::new(job);
+    let (input, labels, forest, count) = (bufs.input, bufs.labels, bufs.forest, bufs.count);
+    let (wrap_x, wrap_y) = (job.boundary.wraps_x() as u32, job.boundary.wraps_y() as u32);
+    let tiles_x = geo.wb.div_ceil(TILE);
+    let tiles_y = geo.hb.div_ceil(TILE);
+    // SAFETY: the arguments match the kernels' parameters; `input` and `labels` hold the job's
+    // sites and `forest` one slot per block (Engine::prepare).
+    unsafe {
+        gpu.launch(
+            module.func("buf_local"),
+            (tiles_x, tiles_y.min(65535), 1),
+            (TILE, 8, 1),
+            &mut kernel_args![input, forest, geo],
+        )?;
+        if tiles_x > 1 || tiles_y > 1 {
+            let mode = 0u32;
+            gpu.launch(
+                module.func("buf_border"),
+                (geo.wb.div_ceil(256), tiles_y.min(65535), 1),
+                (256, 1, 1),
+                &mut kernel_args![input, forest, geo, mode],
+            )?;
+        }
+        if tiles_x > 1 && geo.hb > 1 {
+            let mode = 1u32;
+            gpu.launch(
+                module.func("buf_border"),
+                ((2 * tiles_x).div_ceil(32), geo.hb.div_ceil(8).min(65535), 1),
+                (32, 8, 1),
+                &mut kernel_args![input, forest, geo, mode],
+            )?;
+        }
+        if wrap_x != 0 || wrap_y != 0 {
+            let items = job.height + job.width;
+            gpu.launch(
+                module.func("buf_wrap"),
+                (items.div_ceil(256) as u32, 1, 1),
+                (256, 1, 1),
+                &mut kernel_args![input, forest, geo, wrap_x, wrap_y],
+            )?;
+        }
+        if tiles_x > 1 || tiles_y > 1 || wrap_x != 0 || wrap_y != 0 {
+            // Local roots on tile edges straight to their global roots.
+            let mode = 0u32;
+            gpu.launch(
+                module.func("buf_flatten"),
+                (geo.wb.div_ceil(256), (2 * tiles_y).min(65535), 1),
+                (256, 1, 1),
+                &mut kernel_args![forest, geo, mode],
+            )?;
+            let mode = 1u32;
+            gpu.launch(
+                module.func("buf_flatten"),
+                ((2 * tiles_x).div_ceil(32), geo.hb.div_ceil(8).min(65535), 1),
+                (32, 8, 1),
+                &mut kernel_args![forest, geo, mode],
+            )?;
+        }
+        match job.numbering {
+            Numbering::Raw => {
+                gpu.memset_zero(count, 4)?;
+                gpu.launch(
+                    module.func("buf_final_raw"),
+                    block_grid(&geo),
+                    BLOCK_CTA,
+                    &mut kernel_args![input, labels, forest, geo, count],
+                )?;
+            }
+            Numbering::Canonical => canonical::run(gpu, module, job, bufs)?,
+        }
+    }
+    Ok(())
+}

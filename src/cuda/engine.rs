@@ -1,0 +1,213 @@
+//! The labeling engine shared by [`CudaBackend`](super::CudaBackend) and
+//! [`CudaLabeler`](super::CudaLabeler): a device context with its compiled kernels and the small
+//! scratch buffer every pipeline uses, and the dispatch from a job to a kernel family.
+
+use super::context::{cuda_err, DevBuf, Family, Gpu, ModuleKey, PinnedBuf, SiteType};
+use super::{block_union_find, canonical, label_equivalence, Numbering};
+use crate::labeler::Algorithm;
+use crate::lattice::{Boundary, Connectivity};
+use crate::{Error, Result};
+use cudarc::driver::{result as dres, sys};
+
+/// Canonical labels flag roots with bit 31, so they need fewer than 2^31 sites.
+pub(crate) const MAX_CANONICAL_SITES: usize = (1 << 31) - 1;
+
+/// Words at the start of the scratch buffer: `[0]` the cluster count, `[8..14]` label
+/// equivalence's barrier, flags and root counts. Canonical numbering's segment counts follow,
+/// then the block forest (for blocks of more than one site).
+const HEADER_WORDS: usize = 16;
+/// Scratch word of label equivalence's state.
+const LE_STATE_WORD: usize = 8;
+/// Words of label equivalence's state.
+pub(crate) const LE_STATE_WORDS: usize = 6;
+
+/// One labeling to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Job {
+    pub site: SiteType,
+    pub height: usize,
+    pub width: usize,
+    pub connectivity: Connectivity,
+    pub boundary: Boundary,
+    pub segments: bool,
+    pub family: Family,
+    pub numbering: Numbering,
+}
+
+impl Job {
+    pub(crate) fn sites(&self) -> usize {
+        self.height * self.width
+    }
+
+    /// Union-find blocks (nodes of the forest).
+    pub(crate) fn blocks(&self) -> usize {
+        let (bw, bh) = self.key().block_shape();
+        self.height.div_ceil(bh as usize) * self.width.div_ceil(bw as usize)
+    }
+
+    /// Words of scratch before the forest: header and segment counts (rounded up to 4 words).
+    fn forest_word(&self) -> usize {
+        HEADER_WORDS + canonical::segments(self.sites()).max(1).next_multiple_of(4)
+    }
+
+    /// Scratch bytes: header, segment counts and, for blocks of more than one site, the forest.
+    fn scratch_bytes(&self) -> usize {
+        let forest = if self.key().compact_forest() {
+            self.blocks()
+        } else {
+            0
+        };
+        (self.forest_word() + forest) * 4
+    }
+
+    pub(crate) fn key(&self) -> ModuleKey {
+        ModuleKey {
+            family: self.family,
+            site: self.site,
+            conn8: self.connectivity == Connectivity::Eight,
+            segments: self.segments,
+        }
+    }
+}
+
+/// The kernel family that runs `algorithm` on the GPU.
+pub(crate) fn family_of(algorithm: Algorithm) -> Result<Family> {
+    match algorithm {
+        Algorithm::Auto | Algorithm::BlockUnionFind => Ok(Family::BlockUnionFind),
+        Algorithm::LabelEquivalence => Ok(Family::LabelEquivalence),
+        Algorithm::Ha4 | Algorithm::TileMerge => Err(Error::InvalidArgument(format!(
+            "algorithm {algorithm:?} is not implemented on the CUDA backend yet; use \
+             BlockUnionFind or LabelEquivalence"
+        ))),
+        other => Err(Error::InvalidArgument(format!(
+            "algorithm {other:?} is a CPU algorithm; the CUDA backend runs BlockUnionFind and \
+             LabelEquivalence"
+        ))),
+    }
+}
+
+/// Device pointers handed to a family's driver.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Buffers {
+    pub input: sys::CUdeviceptr,
+    pub labels: sys::CUdeviceptr,
+    /// The cluster count (one `u32`).
+    pub count: sys::CUdeviceptr,
+    /// Label equivalence's state ([`LE_STATE_WORDS`] words).
+    pub le_state: sys::CUdeviceptr,
+    /// Canonical numbering's segment counts (one word per segment).
+    pub counts: sys::CUdeviceptr,
+    /// The union-find forest: a slot per block (the label array for 1×1 blocks).
+    pub forest: sys::CUdeviceptr,
+}
+
+/// A context, its kernels and scratch.
+pub(crate) struct Engine {
+    pub gpu: Gpu,
+    scratch: DevBuf,
+    count_host: PinnedBuf,
+}
+
+impl Engine {
+    pub(crate) fn new(gpu: Gpu) -> Engine {
+        Engine {
+            scratch: DevBuf::new(&gpu),
+            count_host: PinnedBuf::new(&gpu.ctx),
+            gpu,
+        }
+    }
+
+    /// Checks that the job can be labeled on the GPU with its numbering.
+    pub(crate) fn check(&self, job: &Job) -> Result<()> {
+        let n = job.sites();
+        crate::lattice::check_size(job.height, job.width)?;
+        if job.numbering == Numbering::Canonical && n > MAX_CANONICAL_SITES {
+            return Err(Error::InvalidArgument(format!(
+                "canonical GPU labels need fewer than 2^31 sites (this lattice has {n}); \
+                 use Numbering::Raw or the CPU backend"
+            )));
+        }
+        Ok(())
+    }
+
+    /// Scratch bytes the job would still allocate.
+    pub(crate) fn scratch_shortfall(&self, job: &Job) -> usize {
+        self.scratch.shortfall(job.scratch_bytes())
+    }
+
+    /// Compiles the job's kernels (once per context) and grows the scratch buffer.
+    pub(crate) fn prepare(&mut self, job: &Job) -> Result<()> {
+        self.check(job)?;
+        self.gpu.bind()?;
+        self.gpu.module(job.key())?;
+        let need = self.scratch_shortfall(job);
+        if need > 0 {
+            let (free, _) = self.gpu.mem_info()?;
+            if need > free + self.scratch.bytes {
+                return Err(Error::OutOfDeviceMemory {
+                    needed: need,
+                    free: free + self.scratch.bytes,
+                });
+            }
+            self.scratch.ensure(job.scratch_bytes())?;
+        }
+        self.count_host.ensure(4)
+    }
+
+    /// Queues the labeling of `job` from `input` into `labels` (both device pointers holding the
+    /// job's sites). Nothing is allocated and nothing waits when [`Engine::prepare`] ran for an
+    /// equal or larger job.
+    pub(crate) fn run(
+        &mut self,
+        job: &Job,
+        input: sys::CUdeviceptr,
+        labels: sys::CUdeviceptr,
+    ) -> Result<()> {
+        let key = job.key();
+        if !self.gpu.has_module(&key) || self.scratch_shortfall(job) > 0 {
+            self.prepare(job)?;
+        } else {
+            self.check(job)?;
+            self.gpu.bind()?;
+        }
+        let base = self.scratch.ptr;
+        let bufs = Buffers {
+            input,
+            labels,
+            count: base,
+            le_state: base + (LE_STATE_WORD * 4) as u64,
+            counts: base + (HEADER_WORDS * 4) as u64,
+            forest: if key.compact_forest() {
+                base + (job.forest_word() * 4) as u64
+            } else {
+                labels
+            },
+        };
+        if job.sites() == 0 {
+            return self.gpu.memset_zero(bufs.count, 4);
+        }
+        let gpu = &self.gpu;
+        let module = gpu
+            .get_module(&key)
+            .ok_or_else(|| Error::Cuda("kernel module missing after preparation".into()))?;
+        match job.family {
+            Family::BlockUnionFind => block_union_find::run(gpu, module, job, &bufs),
+            Family::LabelEquivalence => label_equivalence::run(gpu, module, job, &bufs),
+        }
+    }
+
+    /// Waits for the queued work and returns the cluster count of the last labeling.
+    pub(crate) fn count(&mut self) -> Result<usize> {
+        self.gpu.bind()?;
+        if self.scratch.ptr == 0 {
+            return Ok(0);
+        }
+        self.count_host.ensure(4)?;
+        let dst = self.count_host.slice_mut::<u32>(1);
+        // SAFETY: `dst` is pinned and outlives the copy, which completes before the sync below.
+        unsafe { dres::memcpy_dtoh_async(dst, self.scratch.ptr, self.gpu.stream.cu_stream()) }
+            .map_err(|e| cuda_err("reading the cluster count", e))?;
+        self.gpu.sync()?;
+        Ok(self.count_host.slice_mut::<u32>(1)[0] as usize)
+    }
+}
