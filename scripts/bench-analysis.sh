@@ -36,24 +36,9 @@ if ! command -v "$PYTHON" >/dev/null; then
     exit 1
 fi
 
-# cmake >= 3.26 for the bundled HDF5: the one on PATH if new enough, else pip's.
-cmake_new_enough() {
-    local v major minor
-    v=$(cmake --version 2>/dev/null | head -n1 | grep -oE '[0-9]+\.[0-9]+' | head -n1) || return 1
-    [ -n "$v" ] || return 1
-    major=${v%%.*}
-    minor=${v#*.}
-    [ "$major" -gt 3 ] || { [ "$major" -eq 3 ] && [ "$minor" -ge 26 ]; }
-}
-if ! cmake_new_enough; then
-    if ! "$PYTHON" -c 'import cmake' 2>/dev/null; then
-        echo "bench-analysis.sh: installing cmake>=3.26 with pip" >&2
-        "$PYTHON" -m pip install -q 'cmake>=3.26'
-    fi
-    PATH="$("$PYTHON" -c 'import cmake; print(cmake.CMAKE_BIN_DIR)'):$PATH"
-    export PATH
-    cmake_new_enough || { echo "bench-analysis.sh: still no cmake >= 3.26" >&2; exit 1; }
-fi
+# cmake >= 3.26 for the bundled HDF5 build, installed only when missing (shared with the
+# README's commands).
+source scripts/setup.sh
 
 # OpenCV and numpy, through pip only when they do not import.
 missing=()

@@ -34,23 +34,9 @@ if ! command -v "$PYTHON" >/dev/null; then
     exit 1
 fi
 
-# cmake >= 3.26: keep the one on PATH if it is new enough, else pip's.
-cmake_ok() {
-    local v
-    v=$(cmake --version 2>/dev/null | head -n1 | grep -oE '[0-9]+\.[0-9]+' | head -n1) || return 1
-    [ -n "$v" ] || return 1
-    local major=${v%%.*} minor=${v#*.}
-    [ "$major" -gt 3 ] || { [ "$major" -eq 3 ] && [ "$minor" -ge 26 ]; }
-}
-if ! cmake_ok; then
-    if ! "$PYTHON" -c 'import cmake' 2>/dev/null; then
-        echo "bench-cpu.sh: installing cmake>=3.26 with pip" >&2
-        "$PYTHON" -m pip install -q 'cmake>=3.26'
-    fi
-    PATH="$("$PYTHON" -c 'import cmake; print(cmake.CMAKE_BIN_DIR)'):$PATH"
-    export PATH
-    cmake_ok || { echo "bench-cpu.sh: still no cmake >= 3.26" >&2; exit 1; }
-fi
+# cmake >= 3.26 for the bundled HDF5 build, installed only when missing (shared with the
+# README's commands).
+source scripts/setup.sh
 
 # The peers, through pip only if one does not import.
 missing=()
