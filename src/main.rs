@@ -3,7 +3,7 @@
 use anyhow::{bail, Context, Result};
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use clusterlab::io::{self, Format, LabelMeta, Lattice};
-use clusterlab::{Algorithm, Boundary, Connectivity, Labeler, Parallelism};
+use clusterlab::{Algorithm, Backend, Boundary, Connectivity, Labeler, Parallelism};
 use indicatif::{ProgressBar, ProgressStyle};
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -120,6 +120,11 @@ struct LabelArgs {
     #[arg(short = 'j', long, value_name = "N", value_parser = parse_threads)]
     threads: Option<usize>,
 
+    /// Where to label: cpu, cuda (GPU 0), cuda:N (GPU N) or auto (a usable NVIDIA GPU, else
+    /// the CPU; the summary names the choice). cuda without a usable GPU is an error.
+    #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = parse_backend)]
+    backend: Backend,
+
     /// Print nothing but errors (no summary, no progress).
     #[arg(short, long)]
     quiet: bool,
@@ -217,6 +222,10 @@ impl From<AlgorithmArg> for Algorithm {
             AlgorithmArg::Strips => Algorithm::Strips,
         }
     }
+}
+
+fn parse_backend(s: &str) -> Result<Backend, String> {
+    s.parse().map_err(|e: clusterlab::Error| e.to_string())
 }
 
 fn parse_threads(s: &str) -> Result<usize, String> {
@@ -388,7 +397,8 @@ fn label(args: LabelArgs) -> Result<()> {
     let mut labeler = Labeler::new(connectivity, boundary)
         .segments(args.segments)
         .algorithm(args.algorithm.into())
-        .parallelism(parallelism);
+        .parallelism(parallelism)
+        .backend(args.backend)?;
     stage.set(format!("labeling {h}x{w} lattice"));
     let start = Instant::now();
     let labels = lattice.label_with(&mut labeler)?;

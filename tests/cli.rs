@@ -603,3 +603,44 @@ fn output_must_not_replace_input() {
     assert_eq!(read_npy::<_, Array2<u8>>(&input).unwrap(), lattice);
     assert_eq!(entries(&d.input), ["lattice.npy"]);
 }
+
+#[test]
+fn backend_cuda_without_a_gpu_is_a_one_line_error() {
+    // This machine class has no GPU: `--backend cuda` must fail cleanly, `auto` must fall back.
+    if clusterlab::Labeler::new(clusterlab::Connectivity::Four, clusterlab::Boundary::Open)
+        .backend(clusterlab::Backend::Cuda { device: 0 })
+        .is_ok()
+    {
+        return; // a GPU is present: covered by the GPU tests instead
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let input = dir.path().join("in.npy");
+    ndarray_npy::write_npy(&input, &ndarray::Array2::<u8>::ones((4, 5))).unwrap();
+    let bin = env!("CARGO_BIN_EXE_clusterlab");
+    let out = dir.path().join("out.npy");
+    let run = |backend: &str| {
+        std::process::Command::new(bin)
+            .args(["label", input.to_str().unwrap(), "--output"])
+            .arg(&out)
+            .args(["--backend", backend])
+            .output()
+            .unwrap()
+    };
+    let cuda = run("cuda");
+    assert!(!cuda.status.success());
+    let err = String::from_utf8_lossy(&cuda.stderr);
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(
+        err.starts_with("error:") && err.contains("CUDA unavailable"),
+        "{err}"
+    );
+    assert!(!out.exists());
+    let auto = run("auto");
+    assert!(
+        auto.status.success(),
+        "{}",
+        String::from_utf8_lossy(&auto.stderr)
+    );
+    assert!(String::from_utf8_lossy(&auto.stdout).contains("cpu"));
+    assert!(run("tpu").status.code() == Some(2));
+}
