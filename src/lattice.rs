@@ -21,6 +21,25 @@ impl Connectivity {
             Connectivity::Eight => 8,
         }
     }
+
+    /// The neighbourhood as `(dy, dx)` offsets, in raster order.
+    pub fn offsets(self) -> &'static [(isize, isize)] {
+        const FOUR: [(isize, isize); 4] = [(-1, 0), (0, -1), (0, 1), (1, 0)];
+        const EIGHT: [(isize, isize); 8] = [
+            (-1, -1),
+            (-1, 0),
+            (-1, 1),
+            (0, -1),
+            (0, 1),
+            (1, -1),
+            (1, 0),
+            (1, 1),
+        ];
+        match self {
+            Connectivity::Four => &FOUR,
+            Connectivity::Eight => &EIGHT,
+        }
+    }
 }
 
 impl fmt::Display for Connectivity {

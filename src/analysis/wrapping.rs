@@ -149,21 +149,7 @@ pub(crate) fn for_each_wrap_link(
     wraps_y: bool,
     mut f: impl FnMut((usize, usize), (usize, usize), [i32; 2]),
 ) {
-    const FOUR: [(isize, isize); 4] = [(-1, 0), (0, -1), (0, 1), (1, 0)];
-    const EIGHT: [(isize, isize); 8] = [
-        (-1, -1),
-        (-1, 0),
-        (-1, 1),
-        (0, -1),
-        (0, 1),
-        (1, -1),
-        (1, 0),
-        (1, 1),
-    ];
-    let offsets: &[(isize, isize)] = match connectivity {
-        Connectivity::Four => &FOUR,
-        Connectivity::Eight => &EIGHT,
-    };
+    let offsets = connectivity.offsets();
     let wrap = |v: isize, n: usize, wraps: bool| -> Option<(usize, i32)> {
         if v < 0 {
             wraps.then(|| ((v + n as isize) as usize, -1))

@@ -27,21 +27,7 @@ pub(crate) fn neighbours(
     connectivity: Connectivity,
     boundary: Boundary,
 ) -> impl Iterator<Item = (usize, usize, bool)> {
-    const FOUR: [(isize, isize); 4] = [(-1, 0), (0, -1), (0, 1), (1, 0)];
-    const EIGHT: [(isize, isize); 8] = [
-        (-1, -1),
-        (-1, 0),
-        (-1, 1),
-        (0, -1),
-        (0, 1),
-        (1, -1),
-        (1, 0),
-        (1, 1),
-    ];
-    let offsets: &'static [(isize, isize)] = match connectivity {
-        Connectivity::Four => &FOUR,
-        Connectivity::Eight => &EIGHT,
-    };
+    let offsets = connectivity.offsets();
     let wrap = |v: isize, n: usize, wraps: bool| -> Option<(usize, bool)> {
         if v >= 0 && (v as usize) < n {
             Some((v as usize, false))
