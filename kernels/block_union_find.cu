@@ -13,7 +13,8 @@
 //               writes every block's slot as its local root's key + 1. This is the
 //               initialisation, and most unions never touch global memory.
 //   buf_border  unites the blocks on the tiles' borders with their neighbours in other tiles,
-//               globally (atomicMin linking, path halving).
+//               globally (atomicMin linking, path halving), reading the border blocks' cells
+//               that buf_local saved (contiguous, so the lattice is not read again).
 //   buf_wrap    the periodic edges, literally.
 //   buf_flatten points the local root of every block on a tile's edge at its global root, so
 //               that every later find takes at most two steps.
@@ -21,6 +22,11 @@
 // Canonical numbering then runs canonical.cu's kernels on P.
 
 #define TILE 32
+
+// Border cells saved by buf_local, read by buf_border:
+//   rows RB[(ty * 2 + side) * wb + bx]: side 0 = the tile's first block row, 1 = its row TILE - 1;
+//   cols CB[(tx * 2 + side) * hb + by]: side 0 = the tile's first block column, 1 = column TILE - 1.
+// Rows and columns that the lattice cuts off are neither written nor read.
 
 // Local node of block (ly, lx) of a tile, ordered like the blocks' keys: a 2x2 block whose top
 // row is empty has its key in the bottom row, after every key of the top rows.
@@ -77,7 +83,7 @@ __device__ __forceinline__ void local_unite(u32* s_par, u32 a, u32 b) {
 // Grid: (tiles across, min(tiles down, 65535)); CTA: (TILE, 8) threads, TILE / 8 blocks each;
 // warp y handles rows y, y + 8, ... of the tile, lane x its column x.
 extern "C" __global__ void __launch_bounds__(256)
-buf_local(const site_t* __restrict__ in, u32* P, Geo g) {
+buf_local(const site_t* __restrict__ in, u32* P, Geo g, u32* RB, u32* CB) {
     __shared__ u32 s_par[TILE * TILE * BH];
     __shared__ u32 s_cell[TILE * TILE];
     const u32 lx = threadIdx.x;
@@ -89,7 +95,15 @@ buf_local(const site_t* __restrict__ in, u32* P, Geo g) {
 #pragma unroll
         for (u32 k = 0; k < PER; k++) {
             const u32 ly = threadIdx.y + 8 * k;
-            s_cell[ly * TILE + lx] = block_cell(in, g, ty * TILE + ly, bx);
+            const u32 by = ty * TILE + ly;
+            const u32 c = block_cell(in, g, by, bx);
+            s_cell[ly * TILE + lx] = c;
+            if (bx < g.wb && by < g.hb) {
+                if (ly == 0) RB[(ty * 2) * g.wb + bx] = c;
+                if (ly == TILE - 1) RB[(ty * 2 + 1) * g.wb + bx] = c;
+                if (lx == 0) CB[(blockIdx.x * 2) * g.hb + by] = c;
+                if (lx == TILE - 1) CB[(blockIdx.x * 2 + 1) * g.hb + by] = c;
+            }
         }
         __syncthreads();
         // Runs of horizontally joined blocks: every block points at its run's smallest node.
@@ -157,44 +171,62 @@ buf_local(const site_t* __restrict__ in, u32* P, Geo g) {
     }
 }
 
-// The tiles' borders. mode 0: the blocks of each tile's top row (all their cross-tile joins);
-// grid (ceil(wb / 256), min(tiles down, 65535)), CTA 256 threads. mode 1: the blocks of each
-// tile's left and right columns below its top row; grid (ceil(2 * tiles across / 32),
-// min(ceil(hb / 8), 65535)), CTA (32, 8).
+// The tiles' borders, from the saved border cells. mode 0: the blocks of each tile's first row
+// (all their cross-tile joins); grid (ceil(wb / 256), min(tiles down, 65535)), CTA 256.
+// mode 1: the blocks of each tile's first and last columns below its first row; grid
+// (ceil(hb / 256), min(2 * tiles across, 65535)), CTA 256, lanes along the column.
 extern "C" __global__ void __launch_bounds__(256)
-buf_border(const site_t* __restrict__ in, u32* P, Geo g, u32 mode) {
+buf_border(u32* P, Geo g, const u32* __restrict__ RB, const u32* __restrict__ CB, u32 mode) {
     const u32 tiles_x = (g.wb + TILE - 1) / TILE, tiles_y = (g.hb + TILE - 1) / TILE;
-    u32 bx, by_start, by_step, by_end;
     if (mode == 0) {
-        bx = blockIdx.x * blockDim.x + threadIdx.x;
-        by_start = blockIdx.y * TILE;
-        by_step = gridDim.y * TILE;
-        by_end = tiles_y * TILE;
+        const u32 bx = blockIdx.x * blockDim.x + threadIdx.x;
+        if (bx >= g.wb) return;
+        const u32 lx = bx % TILE;
+        for (u32 ty = blockIdx.y; ty < tiles_y; ty += gridDim.y) {
+            const u32 by = ty * TILE;
+            const u32* row = RB + (ty * 2) * g.wb;
+            const u32 c = row[bx];
+            if (!c) continue;
+            if (ty == 0 && lx != 0) continue; // no cross-tile neighbour
+            const u32* above = ty > 0 ? RB + ((ty - 1) * 2 + 1) * g.wb : nullptr;
+            auto get = [&](int dy, int dx) -> u32 {
+                if (dy == 0) return bx > 0 ? row[bx - 1] : 0u;
+                if (ty == 0) return 0u;
+                const u32 nbx = bx + dx;
+                if ((dx < 0 && bx == 0) || nbx >= g.wb) return 0u;
+                return above[nbx];
+            };
+            const u32 key = cell_key(g, c, by, bx);
+            auto join = [&](int dy, int dx, u32 nc) {
+                if (dy < 0 || (dx < 0 && lx == 0)) unite(P, g, key, cell_key(g, nc, by + dy, bx + dx));
+            };
+            for_each_join(c, get, join);
+        }
     } else {
-        const u32 slot = blockIdx.x * blockDim.x + threadIdx.x;
-        if (slot >= 2 * tiles_x) return;
-        bx = (slot / 2) * TILE + (slot & 1) * (TILE - 1);
-        by_start = blockIdx.y * blockDim.y + threadIdx.y;
-        by_step = gridDim.y * blockDim.y;
-        by_end = g.hb;
-    }
-    if (bx >= g.wb) return;
-    const u32 lx = bx % TILE;
-    for (u32 by = by_start; by < by_end && by < g.hb; by += by_step) {
-        const u32 ly = by % TILE;
-        if (mode == 1 && ly == 0) continue;
-        const u32 c = block_cell(in, g, by, bx);
-        if (!c) continue;
-        const u32 key = cell_key(g, c, by, bx);
-        auto get = [&](int dy, int dx) -> u32 {
-            if ((dy < 0 && by == 0) || (dx < 0 && bx == 0)) return 0u;
-            return block_cell(in, g, by + dy, bx + dx);
-        };
-        auto join = [&](int dy, int dx, u32 nc) {
-            const bool cross = (dy < 0 && ly == 0) || (dx < 0 && lx == 0) || (dx > 0 && lx == TILE - 1);
-            if (cross) unite(P, g, key, cell_key(g, nc, by + dy, bx + dx));
-        };
-        for_each_join(c, get, join);
+        const u32 by = blockIdx.x * blockDim.x + threadIdx.x;
+        if (by >= g.hb || by % TILE == 0) return;
+        for (u32 slot = blockIdx.y; slot < 2 * tiles_x; slot += gridDim.y) {
+            const u32 tx = slot / 2, side = slot & 1;
+            // Only edges with a tile on the other side.
+            if ((side == 0 && tx == 0) || (side == 1 && tx + 1 >= tiles_x)) continue;
+            const u32 bx = tx * TILE + side * (TILE - 1);
+            const u32* col = CB + (tx * 2 + side) * g.hb;
+            const u32 c = col[by];
+            if (!c) continue;
+            // The neighbouring tile's facing column.
+            const u32* other = side == 0 ? CB + ((tx - 1) * 2 + 1) * g.hb : CB + ((tx + 1) * 2) * g.hb;
+            auto get = [&](int dy, int dx) -> u32 {
+                if (dx == 0) return col[by - 1];             // up: the same column
+                if ((dx < 0) == (side == 0)) return other[by + dy]; // across the edge
+                return 0u;                                   // inside the tile: not joined here
+            };
+            const u32 key = cell_key(g, c, by, bx);
+            auto join = [&](int dy, int dx, u32 nc) {
+                if ((dx < 0 && side == 0) || (dx > 0 && side == 1))
+                    unite(P, g, key, cell_key(g, nc, by + dy, bx + dx));
+            };
+            for_each_join(c, get, join);
+        }
     }
 }
 

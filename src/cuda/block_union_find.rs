@@ -29,12 +29,13 @@ use super::Numbering;
 use crate::Result;
 
 /// Blocks per tile side (`TILE` in `block_union_find.cu`).
-const TILE: u32 = 32;
+pub(crate) const TILE: u32 = 32;
 
 /// Queues the labeling of `job`.
 pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
     let geo = Geo::new(job);
     let (input, labels, forest, count) = (bufs.input, bufs.labels, bufs.forest, bufs.count);
+    let (rows, cols) = (bufs.border_rows, bufs.border_cols);
     let (wrap_x, wrap_y) = (job.boundary.wraps_x() as u32, job.boundary.wraps_y() as u32);
     let tiles_x = geo.wb.div_ceil(TILE);
     let tiles_y = geo.hb.div_ceil(TILE);
@@ -45,7 +46,7 @@ pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Resu
             module.func("buf_local"),
             (tiles_x, tiles_y.min(65535), 1),
             (TILE, 8, 1),
-            &mut kernel_args![input, forest, geo],
+            &mut kernel_args![input, forest, geo, rows, cols],
         )?;
         if tiles_x > 1 || tiles_y > 1 {
             let mode = 0u32;
@@ -53,16 +54,16 @@ pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Resu
                 module.func("buf_border"),
                 (geo.wb.div_ceil(256), tiles_y.min(65535), 1),
                 (256, 1, 1),
-                &mut kernel_args![input, forest, geo, mode],
+                &mut kernel_args![forest, geo, rows, cols, mode],
             )?;
         }
         if tiles_x > 1 && geo.hb > 1 {
             let mode = 1u32;
             gpu.launch(
                 module.func("buf_border"),
-                ((2 * tiles_x).div_ceil(32), geo.hb.div_ceil(8).min(65535), 1),
-                (32, 8, 1),
-                &mut kernel_args![input, forest, geo, mode],
+                (geo.hb.div_ceil(256), (2 * tiles_x).min(65535), 1),
+                (256, 1, 1),
+                &mut kernel_args![forest, geo, rows, cols, mode],
             )?;
         }
         if wrap_x != 0 || wrap_y != 0 {

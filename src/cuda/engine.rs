@@ -50,14 +50,35 @@ impl Job {
         HEADER_WORDS + canonical::segments(self.sites()).max(1).next_multiple_of(4)
     }
 
-    /// Scratch bytes: header, segment counts and, for blocks of more than one site, the forest.
-    fn scratch_bytes(&self) -> usize {
-        let forest = if self.key().compact_forest() {
+    /// Words of the forest: one per block for blocks of more than one site, else none (the
+    /// label array is the forest).
+    fn forest_words(&self) -> usize {
+        if self.key().compact_forest() {
             self.blocks()
         } else {
             0
-        };
-        (self.forest_word() + forest) * 4
+        }
+    }
+
+    /// Words of block union-find's saved border cells: rows, then columns.
+    pub(crate) fn border_words(&self) -> (usize, usize) {
+        if self.family != Family::BlockUnionFind {
+            return (0, 0);
+        }
+        let (bw, bh) = self.key().block_shape();
+        let (hb, wb) = (
+            self.height.div_ceil(bh as usize),
+            self.width.div_ceil(bw as usize),
+        );
+        let tile = block_union_find::TILE as usize;
+        (2 * hb.div_ceil(tile) * wb, 2 * wb.div_ceil(tile) * hb)
+    }
+
+    /// Scratch bytes: header, segment counts, the forest (blocks of more than one site) and the
+    /// saved border cells (block union-find).
+    fn scratch_bytes(&self) -> usize {
+        let (rows, cols) = self.border_words();
+        (self.forest_word() + self.forest_words() + rows + cols) * 4
     }
 
     pub(crate) fn key(&self) -> ModuleKey {
@@ -99,6 +120,10 @@ pub(crate) struct Buffers {
     pub counts: sys::CUdeviceptr,
     /// The union-find forest: a slot per block (the label array for 1×1 blocks).
     pub forest: sys::CUdeviceptr,
+    /// Block union-find's saved cells of the tiles' first and last block rows.
+    pub border_rows: sys::CUdeviceptr,
+    /// Block union-find's saved cells of the tiles' first and last block columns.
+    pub border_cols: sys::CUdeviceptr,
 }
 
 /// A context, its kernels and scratch.
@@ -182,6 +207,9 @@ impl Engine {
             } else {
                 labels
             },
+            border_rows: base + ((job.forest_word() + job.forest_words()) * 4) as u64,
+            border_cols: base
+                + ((job.forest_word() + job.forest_words() + job.border_words().0) * 4) as u64,
         };
         if job.sites() == 0 {
             return self.gpu.memset_zero(bufs.count, 4);

@@ -293,11 +293,11 @@ impl LabelBackend for CudaBackend {
 /// on the GPU: it only queues kernels on the labeler's stream (no host synchronisation) and,
 /// after the first call for a lattice of that size or larger (or [`CudaLabeler::prepare`]),
 /// allocates nothing. The cluster count stays on the device until [`CudaLabeler::count`] asks
-/// for it. Extra device memory besides the input and the labels: 64 bytes, 2 bytes per 1024
-/// sites for canonical numbering and, for block union-find on occupancy lattices, the block forest
-/// (a `u32` per 2×2 block with 8-connectivity, 1 byte per site; per 2×1 block with
-/// 4-connectivity, 2 bytes per site). Segments and label equivalence use the label array as their
-/// forest.
+/// for it. Extra device memory besides the input and the labels: 64 bytes, 1 byte per 1024 sites
+/// for canonical numbering and, for block union-find, its forest (a `u32` per block: per 2×2
+/// block with 8-connectivity, 1 byte per site; per 2×1 block with 4-connectivity, 2 bytes per
+/// site; none for segments, whose forest is the label array) and the cells of the 32×32-block
+/// tiles' edges (a `u32` per 8 blocks). Label equivalence uses the label array as its forest.
 pub struct CudaLabeler {
     backend: CudaBackend,
     spec: Spec,
