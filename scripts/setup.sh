@@ -30,3 +30,24 @@ if ! cmake_ok; then
   export PATH="$(python3 -c 'import cmake; print(cmake.CMAKE_BIN_DIR)'):$PATH"
 fi
 cmake_ok || { echo "error: could not provide cmake >= 3.26" >&2; exit 1; }
+
+# NVRTC (the CUDA runtime compiler, a pip wheel of ~100 MB, no GPU needed) lets the tests compile
+# every kernel configuration on machines without a GPU, so a kernel that does not compile fails
+# CI instead of the first GPU run. Only the test script asks for it (CLUSTERLAB_NVRTC=1).
+nvrtc_dir() {
+  python3 -c 'import nvidia, os, glob
+for p in nvidia.__path__:
+    for d in glob.glob(os.path.join(p, "cu*", "lib")):
+        if glob.glob(os.path.join(d, "libnvrtc.so*")): print(d); raise SystemExit
+raise SystemExit(1)' 2>/dev/null
+}
+if [ "${CLUSTERLAB_NVRTC:-0}" = 1 ]; then
+  if ! d=$(nvrtc_dir); then
+    echo "setup: installing NVRTC from PyPI (nvidia-cuda-nvrtc, to compile-check the kernels)" >&2
+    python3 -m pip install -q --disable-pip-version-check 'nvidia-cuda-nvrtc>=13,<14'
+    d=$(nvrtc_dir) || { echo "error: could not provide NVRTC" >&2; exit 1; }
+  fi
+  export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+  # The kernel compile check fails instead of skipping when NVRTC does not load.
+  export CLUSTERLAB_REQUIRE_NVRTC=1
+fi
