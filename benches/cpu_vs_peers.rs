@@ -29,6 +29,7 @@
 use clusterlab::generate::{percolation, spiral};
 use clusterlab::{Boundary, Connectivity, Labeler, Parallelism};
 use ndarray::Array2;
+use serde_json::Value;
 use std::fmt::Write as _;
 use std::io::{BufRead, BufReader, Write as _};
 use std::path::Path;
@@ -222,202 +223,6 @@ fn median_ms(s: &Settings, mut f: impl FnMut() -> usize) -> (f64, usize, usize) 
     (median * 1e3, n, result)
 }
 
-// ---------------------------------------------------------------------------------------------
-// The peers' results (a small JSON reader: the bench has no JSON dependency)
-// ---------------------------------------------------------------------------------------------
-
-/// A JSON value; `null`, `true`, `false` and arrays are all [`Json::Other`] (the bench reads none
-/// of them).
-enum Json {
-    Other,
-    Num(f64),
-    Str(String),
-    Obj(Vec<(String, Json)>),
-}
-
-impl Json {
-    fn get(&self, key: &str) -> Option<&Json> {
-        match self {
-            Json::Obj(m) => m.iter().find(|(k, _)| k == key).map(|(_, v)| v),
-            _ => None,
-        }
-    }
-    fn num(&self) -> Option<f64> {
-        match self {
-            Json::Num(x) => Some(*x),
-            _ => None,
-        }
-    }
-    fn str(&self) -> Option<&str> {
-        match self {
-            Json::Str(s) => Some(s),
-            _ => None,
-        }
-    }
-}
-
-struct Parser<'a> {
-    s: &'a [u8],
-    i: usize,
-}
-
-impl Parser<'_> {
-    fn parse(text: &str) -> Result<Json, String> {
-        let mut p = Parser {
-            s: text.as_bytes(),
-            i: 0,
-        };
-        let v = p.value()?;
-        p.ws();
-        if p.i != p.s.len() {
-            return Err(p.err("trailing characters"));
-        }
-        Ok(v)
-    }
-    fn err(&self, what: &str) -> String {
-        format!("JSON: {what} at byte {}", self.i)
-    }
-    fn ws(&mut self) {
-        while self.i < self.s.len() && self.s[self.i].is_ascii_whitespace() {
-            self.i += 1;
-        }
-    }
-    fn eat(&mut self, c: u8) -> Result<(), String> {
-        self.ws();
-        if self.s.get(self.i) == Some(&c) {
-            self.i += 1;
-            Ok(())
-        } else {
-            Err(self.err(&format!("expected {:?}", c as char)))
-        }
-    }
-    fn literal(&mut self, word: &str, v: Json) -> Result<Json, String> {
-        if self.s[self.i..].starts_with(word.as_bytes()) {
-            self.i += word.len();
-            Ok(v)
-        } else {
-            Err(self.err("unknown literal"))
-        }
-    }
-    fn value(&mut self) -> Result<Json, String> {
-        self.ws();
-        match self.s.get(self.i) {
-            None => Err(self.err("unexpected end")),
-            Some(b'{') => {
-                self.i += 1;
-                let mut m = Vec::new();
-                self.ws();
-                if self.s.get(self.i) == Some(&b'}') {
-                    self.i += 1;
-                    return Ok(Json::Obj(m));
-                }
-                loop {
-                    self.ws();
-                    let k = self.string()?;
-                    self.eat(b':')?;
-                    m.push((k, self.value()?));
-                    self.ws();
-                    match self.s.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b'}') => {
-                            self.i += 1;
-                            return Ok(Json::Obj(m));
-                        }
-                        _ => return Err(self.err("expected ',' or '}'")),
-                    }
-                }
-            }
-            Some(b'[') => {
-                // Parsed for its syntax; the elements are not kept.
-                self.i += 1;
-                self.ws();
-                if self.s.get(self.i) == Some(&b']') {
-                    self.i += 1;
-                    return Ok(Json::Other);
-                }
-                loop {
-                    self.value()?;
-                    self.ws();
-                    match self.s.get(self.i) {
-                        Some(b',') => self.i += 1,
-                        Some(b']') => {
-                            self.i += 1;
-                            return Ok(Json::Other);
-                        }
-                        _ => return Err(self.err("expected ',' or ']'")),
-                    }
-                }
-            }
-            Some(b'"') => Ok(Json::Str(self.string()?)),
-            Some(b't') => self.literal("true", Json::Other),
-            Some(b'f') => self.literal("false", Json::Other),
-            Some(b'n') => self.literal("null", Json::Other),
-            // Python's json writes these for non-finite floats.
-            Some(b'N') => self.literal("NaN", Json::Num(f64::NAN)),
-            Some(b'I') => self.literal("Infinity", Json::Num(f64::INFINITY)),
-            Some(_) => {
-                let start = self.i;
-                while self.i < self.s.len()
-                    && matches!(
-                        self.s[self.i],
-                        b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'
-                    )
-                {
-                    self.i += 1;
-                }
-                std::str::from_utf8(&self.s[start..self.i])
-                    .ok()
-                    .and_then(|t| t.parse().ok())
-                    .map(Json::Num)
-                    .ok_or_else(|| self.err("bad number"))
-            }
-        }
-    }
-    fn string(&mut self) -> Result<String, String> {
-        if self.s.get(self.i) != Some(&b'"') {
-            return Err(self.err("expected a string"));
-        }
-        self.i += 1;
-        let mut out = Vec::new();
-        loop {
-            let c = *self.s.get(self.i).ok_or_else(|| self.err("open string"))?;
-            self.i += 1;
-            match c {
-                b'"' => break,
-                b'\\' => {
-                    let e = *self.s.get(self.i).ok_or_else(|| self.err("open string"))?;
-                    self.i += 1;
-                    let ch = match e {
-                        b'"' => '"',
-                        b'\\' => '\\',
-                        b'/' => '/',
-                        b'b' => '\u{8}',
-                        b'f' => '\u{c}',
-                        b'n' => '\n',
-                        b'r' => '\r',
-                        b't' => '\t',
-                        b'u' => {
-                            let hex = self
-                                .s
-                                .get(self.i..self.i + 4)
-                                .and_then(|h| std::str::from_utf8(h).ok())
-                                .and_then(|h| u32::from_str_radix(h, 16).ok())
-                                .ok_or_else(|| self.err("bad \\u escape"))?;
-                            self.i += 4;
-                            char::from_u32(hex).unwrap_or('\u{fffd}')
-                        }
-                        _ => return Err(self.err("bad escape")),
-                    };
-                    let mut buf = [0; 4];
-                    out.extend_from_slice(ch.encode_utf8(&mut buf).as_bytes());
-                }
-                _ => out.push(c),
-            }
-        }
-        String::from_utf8(out).map_err(|_| self.err("string is not UTF-8"))
-    }
-}
-
 /// A peer's median for one lattice, connectivity and thread count.
 #[derive(Clone, Copy)]
 struct PeerTime {
@@ -472,18 +277,20 @@ impl PeerProcess {
             )
         })?;
         for key in ["opencv", "scipy", "numpy", "python"] {
-            if let Some(v) = first.get(key).and_then(Json::str) {
+            if let Some(v) = first.get(key).and_then(Value::as_str) {
                 peers.versions.push((key.to_string(), v.to_string()));
             }
         }
         Ok(peers)
     }
 
-    fn read(&mut self) -> Result<Json, String> {
+    fn read(&mut self) -> Result<Value, String> {
         let mut line = String::new();
         match self.stdout.read_line(&mut line) {
             Ok(0) => Err("peers_cpu.py ended early".into()),
-            Ok(_) => Parser::parse(&line),
+            Ok(_) => {
+                serde_json::from_str(&line).map_err(|e| format!("peers_cpu.py sent {line:?}: {e}"))
+            }
             Err(e) => Err(format!("reading from peers_cpu.py: {e}")),
         }
     }
@@ -495,10 +302,10 @@ impl PeerProcess {
             .and_then(|_| stdin.flush())
             .map_err(|e| format!("writing to peers_cpu.py: {e}"))?;
         let reply = self.read()?;
-        if let Some(e) = reply.get("error").and_then(Json::str) {
+        if let Some(e) = reply.get("error").and_then(Value::as_str) {
             return Err(format!("peers_cpu.py, {request:?}: {e}"));
         }
-        let field = |k: &str| reply.get(k).and_then(Json::num);
+        let field = |k: &str| reply.get(k).and_then(Value::as_f64);
         match (field("ms"), field("count")) {
             (Some(ms), Some(count)) => Ok(PeerTime {
                 ms,

@@ -3,6 +3,7 @@
 #   .device-bin/gpu-tests    the tests/gpu.rs test binary
 #   .device-bin/gpu_timing   the examples/gpu_timing.rs timing example
 #   .device-bin/cpu_vs_peers the CPU benchmark against OpenCV and scipy
+#   .device-bin/gpu_vs_peers the GPU benchmark against cupyx and OpenCV (all cores)
 # Then: run scripts/gpu-run.sh on the device with carry [".device-bin"].
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -27,6 +28,13 @@ for line in sys.stdin:
     if m.get("reason") == "compiler-artifact" and m.get("target", {}).get("name") == "cpu_vs_peers" and m.get("executable"):
         print(m["executable"])')
 [ -n "$bench" ] && cp "$bench" .device-bin/cpu_vs_peers
+gbench=$(cargo bench --bench gpu_vs_peers --no-run --message-format=json 2>/dev/null |
+    python3 -c 'import json,sys
+for line in sys.stdin:
+    m = json.loads(line)
+    if m.get("reason") == "compiler-artifact" and m.get("target", {}).get("name") == "gpu_vs_peers" and m.get("executable"):
+        print(m["executable"])')
+[ -n "$gbench" ] && cp "$gbench" .device-bin/gpu_vs_peers
 pwd > .device-bin/built-in
 echo "copied to .device-bin/:"
 ls -l .device-bin/

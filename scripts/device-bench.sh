@@ -12,7 +12,14 @@ if [ -n "$built_in" ] && [ ! -e "$built_in" ]; then
 fi
 bash .device-bin/gpu-run.sh ${GPU_PARTS:-tests timing check cupy}
 status=$?
-if [ -x .device-bin/cpu_vs_peers ]; then
+if [ "${GPU_BENCH:-1}" = 1 ] && [ -x .device-bin/gpu_vs_peers ]; then
+    echo "== GPU benchmark against cupyx and OpenCV ($(nproc) threads)"
+    ( export LD_LIBRARY_PATH=$(ls -d /usr/local/cuda*/lib64 | head -1):${LD_LIBRARY_PATH:-}
+      timeout ${GPU_BENCH_TIMEOUT:-300} .device-bin/gpu_vs_peers --bench ) 2>&1 | tee "$OUT/gpu-bench.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    cp bench-out/gpu.json "$OUT/gpu.json" 2>/dev/null || true
+fi
+if [ "${CPU_BENCH:-1}" = 1 ] && [ -x .device-bin/cpu_vs_peers ]; then
     echo "== CPU benchmark, 1 and $(nproc) threads"
     CLUSTERLAB_BENCH_THREADS=$(nproc) timeout ${CPU_TIMEOUT:-240} .device-bin/cpu_vs_peers --bench 2>&1 | tee "$OUT/cpu.log"
     cp bench-out/cpu.json "$OUT/cpu-device.json" 2>/dev/null || true
