@@ -10,6 +10,14 @@ if ! command -v cargo >/dev/null 2>&1; then
   exit 1
 fi
 
+# pip install that also works where the system python is "externally managed" (PEP 668, e.g.
+# Debian's own python3 when no pyenv/venv python comes first on PATH): then into the user site.
+pip_install() {
+  python3 -m pip install -q --disable-pip-version-check "$@" 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check --user "$@" 2>/dev/null ||
+    python3 -m pip install -q --disable-pip-version-check --user --break-system-packages "$@"
+}
+
 cmake_ok() {
   command -v cmake >/dev/null 2>&1 || return 1
   local v
@@ -26,7 +34,7 @@ if ! cmake_ok; then
 fi
 if ! cmake_ok; then
   echo "setup: installing cmake>=3.26 from PyPI (needed to build the bundled HDF5)" >&2
-  python3 -m pip install -q --disable-pip-version-check 'cmake>=3.26'
+  pip_install 'cmake>=3.26'
   export PATH="$(python3 -c 'import cmake; print(cmake.CMAKE_BIN_DIR)'):$PATH"
 fi
 cmake_ok || { echo "error: could not provide cmake >= 3.26" >&2; exit 1; }
@@ -44,7 +52,7 @@ raise SystemExit(1)' 2>/dev/null
 if [ "${CLUSTERLAB_NVRTC:-0}" = 1 ]; then
   if ! d=$(nvrtc_dir); then
     echo "setup: installing NVRTC from PyPI (nvidia-cuda-nvrtc, to compile-check the kernels)" >&2
-    python3 -m pip install -q --disable-pip-version-check 'nvidia-cuda-nvrtc>=13,<14'
+    pip_install 'nvidia-cuda-nvrtc>=13,<14'
     d=$(nvrtc_dir) || { echo "error: could not provide NVRTC" >&2; exit 1; }
   fi
   export LD_LIBRARY_PATH="$d${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
