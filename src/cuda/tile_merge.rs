@@ -1,9 +1,9 @@
 //! Tile merge (Šťava & Beneš, "Connected Component Labeling in CUDA", GPU Computing Gems, 2010):
 //! tiles labeled in shared memory, their borders merged hierarchically, then a final update.
 //!
-//! Per-site union-find with the label array as the forest (a slot holds its parent's site index
-//! + 1; roots are the smallest sites of their clusters), so it needs no memory besides the input
-//! and the labels, and canonical numbering runs on it directly.
+//! Per-site union-find with the label array as the forest (a slot holds its parent's site
+//! index plus one; roots are the smallest sites of their clusters), so it needs no memory besides
+//! the input and the labels, and canonical numbering runs on it directly.
 //!
 //! - `tm_local` (the paper's kernel 1): one thread block per 32×32-site tile reads the tile once,
 //!   links each row's runs with warp ballots, unites the rows in shared memory and writes every
