@@ -94,16 +94,22 @@ fn main() -> Result<()> {
     );
     let configs: Vec<(Algorithm, Connectivity, Numbering, Boundary)> = {
         let mut v = Vec::new();
-        for alg in [Algorithm::BlockUnionFind, Algorithm::LabelEquivalence] {
+        for alg in [
+            Algorithm::BlockUnionFind,
+            Algorithm::TileMerge,
+            Algorithm::LabelEquivalence,
+        ] {
             for c in [Connectivity::Four, Connectivity::Eight] {
                 for num in [Numbering::Raw, Numbering::Canonical] {
                     v.push((alg, c, num, Boundary::Open));
                 }
             }
         }
-        for c in [Connectivity::Four, Connectivity::Eight] {
-            for num in [Numbering::Raw, Numbering::Canonical] {
-                v.push((Algorithm::BlockUnionFind, c, num, Boundary::Periodic));
+        for alg in [Algorithm::BlockUnionFind, Algorithm::TileMerge] {
+            for c in [Connectivity::Four, Connectivity::Eight] {
+                for num in [Numbering::Raw, Numbering::Canonical] {
+                    v.push((alg, c, num, Boundary::Periodic));
+                }
             }
         }
         v

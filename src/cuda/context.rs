@@ -18,6 +18,7 @@ const COMMON: &str = include_str!("../../kernels/common.cuh");
 const CANONICAL: &str = include_str!("../../kernels/canonical.cu");
 const LABEL_EQUIVALENCE: &str = include_str!("../../kernels/label_equivalence.cu");
 const BLOCK_UNION_FIND: &str = include_str!("../../kernels/block_union_find.cu");
+const TILE_MERGE: &str = include_str!("../../kernels/tile_merge.cu");
 
 /// Kernels of `canonical.cu`, present in every module.
 const CANONICAL_KERNELS: [&str; 4] = ["canon_count", "canon_scan", "canon_rank", "canon_final"];
@@ -123,6 +124,7 @@ impl SiteType {
 pub(crate) enum Family {
     LabelEquivalence,
     BlockUnionFind,
+    TileMerge,
 }
 
 impl Family {
@@ -130,6 +132,7 @@ impl Family {
         match self {
             Family::LabelEquivalence => ("label_equivalence.cu", LABEL_EQUIVALENCE),
             Family::BlockUnionFind => ("block_union_find.cu", BLOCK_UNION_FIND),
+            Family::TileMerge => ("tile_merge.cu", TILE_MERGE),
         }
     }
     fn kernels(self) -> &'static [&'static str] {
@@ -142,6 +145,7 @@ impl Family {
                 "buf_flatten",
                 "buf_final_raw",
             ],
+            Family::TileMerge => &["tm_local", "tm_merge", "tm_wrap", "tm_final"],
         }
     }
 }
@@ -165,7 +169,7 @@ impl ModuleKey {
     /// The union-find block shape `(BW, BH)` of this configuration.
     pub(crate) fn block_shape(&self) -> (u32, u32) {
         match (self.family, self.segments, self.conn8) {
-            (Family::LabelEquivalence, _, _) | (_, true, _) => (1, 1),
+            (Family::LabelEquivalence | Family::TileMerge, _, _) | (_, true, _) => (1, 1),
             (Family::BlockUnionFind, false, true) => (2, 2),
             (Family::BlockUnionFind, false, false) => (2, 1),
         }
@@ -661,7 +665,11 @@ mod tests {
         if !nvrtc_present() {
             return;
         }
-        for family in [Family::LabelEquivalence, Family::BlockUnionFind] {
+        for family in [
+            Family::LabelEquivalence,
+            Family::BlockUnionFind,
+            Family::TileMerge,
+        ] {
             for site in [SiteType::U8, SiteType::U16, SiteType::U32] {
                 for conn8 in [false, true] {
                     for segments in [false, true] {

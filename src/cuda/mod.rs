@@ -11,9 +11,10 @@
 //!
 //! Algorithms: [`Algorithm::BlockUnionFind`] (the default for [`Algorithm::Auto`]: union-find on
 //! 2×2 blocks for 8-connectivity, 2×1 blocks for 4-connectivity, per-site union-find for
-//! segments) and [`Algorithm::LabelEquivalence`] (Kalentev et al.'s iterative scanning and
-//! analysis). Both support both connectivities, segments of `u8`/`u16`/`u32` sites and all four
-//! boundaries, and give labels bit-identical to the CPU's.
+//! segments), [`Algorithm::LabelEquivalence`] (Kalentev et al.'s iterative scanning and
+//! analysis) and [`Algorithm::TileMerge`] (Šťava & Beneš's shared-memory tiles merged
+//! hierarchically). All support both connectivities, segments of `u8`/`u16`/`u32` sites and all
+//! four boundaries, and give labels bit-identical to the CPU's.
 //!
 //! ```no_run
 //! use clusterlab::cuda::{CudaLabeler, Numbering};
@@ -40,6 +41,7 @@ mod canonical;
 mod context;
 mod engine;
 mod label_equivalence;
+mod tile_merge;
 
 pub use cudarc;
 
@@ -297,7 +299,8 @@ impl LabelBackend for CudaBackend {
 /// for canonical numbering and, for block union-find, its forest (a `u32` per block: per 2×2
 /// block with 8-connectivity, 1 byte per site; per 2×1 block with 4-connectivity, 2 bytes per
 /// site; none for segments, whose forest is the label array) and the cells of the 32×32-block
-/// tiles' edges (a `u32` per 8 blocks). Label equivalence uses the label array as its forest.
+/// tiles' edges (a `u32` per 8 blocks). Label equivalence and tile merge use the label array as
+/// their forest.
 pub struct CudaLabeler {
     backend: CudaBackend,
     spec: Spec,
@@ -358,8 +361,9 @@ impl CudaLabeler {
         self
     }
 
-    /// The algorithm: [`Algorithm::Auto`] or [`Algorithm::BlockUnionFind`] (the fast path) or
-    /// [`Algorithm::LabelEquivalence`]; others are refused when labeling.
+    /// The algorithm: [`Algorithm::Auto`] or [`Algorithm::BlockUnionFind`] (the fast path),
+    /// [`Algorithm::LabelEquivalence`] or [`Algorithm::TileMerge`]; others are refused when
+    /// labeling.
     pub fn algorithm(mut self, algorithm: Algorithm) -> Self {
         self.spec.algorithm = algorithm;
         self
