@@ -340,12 +340,22 @@ fn label_equivalence_matches_cpu() {
     battery(Algorithm::LabelEquivalence);
 }
 
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ha4_matches_cpu() {
+    battery(Algorithm::Ha4);
+}
+
 /// The device-resident path: input on the GPU, labels on the GPU, count on request.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn device_resident_labels_match() {
     let mut rng = StdRng::seed_from_u64(99);
-    for alg in [Algorithm::BlockUnionFind, Algorithm::LabelEquivalence] {
+    for alg in [
+        Algorithm::BlockUnionFind,
+        Algorithm::LabelEquivalence,
+        Algorithm::Ha4,
+    ] {
         for c in CONNECTIVITIES {
             for b in BOUNDARIES {
                 let mut raw_gpu = CudaLabeler::new(0, c, b)
@@ -438,7 +448,11 @@ fn raw_labels_beyond_2_31_sites() {
     let input = stream.clone_htod(lattice.as_slice().unwrap()).unwrap();
     drop(lattice);
     let mut out = stream.alloc_zeros::<u32>(n).unwrap();
-    for alg in [Algorithm::BlockUnionFind, Algorithm::LabelEquivalence] {
+    for alg in [
+        Algorithm::BlockUnionFind,
+        Algorithm::LabelEquivalence,
+        Algorithm::Ha4,
+    ] {
         for c in CONNECTIVITIES {
             for b in [Boundary::Open, Boundary::PeriodicY] {
                 let mut gpu = CudaLabeler::with_stream(stream.clone(), c, b)

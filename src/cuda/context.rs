@@ -18,6 +18,7 @@ const COMMON: &str = include_str!("../../kernels/common.cuh");
 const CANONICAL: &str = include_str!("../../kernels/canonical.cu");
 const LABEL_EQUIVALENCE: &str = include_str!("../../kernels/label_equivalence.cu");
 const BLOCK_UNION_FIND: &str = include_str!("../../kernels/block_union_find.cu");
+const HA4: &str = include_str!("../../kernels/ha4.cu");
 
 /// Kernels of `canonical.cu`, present in every module.
 const CANONICAL_KERNELS: [&str; 4] = ["canon_count", "canon_scan", "canon_rank", "canon_final"];
@@ -123,6 +124,7 @@ impl SiteType {
 pub(crate) enum Family {
     LabelEquivalence,
     BlockUnionFind,
+    Ha4,
 }
 
 impl Family {
@@ -130,6 +132,7 @@ impl Family {
         match self {
             Family::LabelEquivalence => ("label_equivalence.cu", LABEL_EQUIVALENCE),
             Family::BlockUnionFind => ("block_union_find.cu", BLOCK_UNION_FIND),
+            Family::Ha4 => ("ha4.cu", HA4),
         }
     }
     fn kernels(self) -> &'static [&'static str] {
@@ -142,6 +145,7 @@ impl Family {
                 "buf_flatten",
                 "buf_final_raw",
             ],
+            Family::Ha4 => &["ha4_strip", "ha4_border", "ha4_wrap", "ha4_relabel"],
         }
     }
 }
@@ -165,7 +169,7 @@ impl ModuleKey {
     /// The union-find block shape `(BW, BH)` of this configuration.
     pub(crate) fn block_shape(&self) -> (u32, u32) {
         match (self.family, self.segments, self.conn8) {
-            (Family::LabelEquivalence, _, _) | (_, true, _) => (1, 1),
+            (Family::LabelEquivalence | Family::Ha4, _, _) | (_, true, _) => (1, 1),
             (Family::BlockUnionFind, false, true) => (2, 2),
             (Family::BlockUnionFind, false, false) => (2, 1),
         }
@@ -648,7 +652,7 @@ mod tests {
             eprintln!("NVRTC not found: skipping the kernel compile check");
             return;
         }
-        for family in [Family::LabelEquivalence, Family::BlockUnionFind] {
+        for family in [Family::LabelEquivalence, Family::BlockUnionFind, Family::Ha4] {
             for site in [SiteType::U8, SiteType::U16, SiteType::U32] {
                 for conn8 in [false, true] {
                     for segments in [false, true] {

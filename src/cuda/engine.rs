@@ -3,7 +3,7 @@
 //! scratch buffer every pipeline uses, and the dispatch from a job to a kernel family.
 
 use super::context::{cuda_err, DevBuf, Family, Gpu, ModuleKey, PinnedBuf, SiteType};
-use super::{block_union_find, canonical, label_equivalence, Numbering};
+use super::{block_union_find, canonical, ha4, label_equivalence, Numbering};
 use crate::labeler::Algorithm;
 use crate::lattice::{Boundary, Connectivity};
 use crate::{Error, Result};
@@ -96,7 +96,8 @@ pub(crate) fn family_of(algorithm: Algorithm) -> Result<Family> {
     match algorithm {
         Algorithm::Auto | Algorithm::BlockUnionFind => Ok(Family::BlockUnionFind),
         Algorithm::LabelEquivalence => Ok(Family::LabelEquivalence),
-        Algorithm::Ha4 | Algorithm::TileMerge => Err(Error::InvalidArgument(format!(
+        Algorithm::Ha4 => Ok(Family::Ha4),
+        Algorithm::TileMerge => Err(Error::InvalidArgument(format!(
             "algorithm {algorithm:?} is not implemented on the CUDA backend yet; use \
              BlockUnionFind or LabelEquivalence"
         ))),
@@ -221,6 +222,7 @@ impl Engine {
         match job.family {
             Family::BlockUnionFind => block_union_find::run(gpu, module, job, &bufs),
             Family::LabelEquivalence => label_equivalence::run(gpu, module, job, &bufs),
+            Family::Ha4 => ha4::run(gpu, module, job, &bufs),
         }
     }
 

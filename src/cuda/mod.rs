@@ -12,8 +12,9 @@
 //! Algorithms: [`Algorithm::BlockUnionFind`] (the default for [`Algorithm::Auto`]: union-find on
 //! 2×2 blocks for 8-connectivity, 2×1 blocks for 4-connectivity, per-site union-find for
 //! segments) and [`Algorithm::LabelEquivalence`] (Kalentev et al.'s iterative scanning and
-//! analysis). Both support both connectivities, segments of `u8`/`u16`/`u32` sites and all four
-//! boundaries, and give labels bit-identical to the CPU's.
+//! analysis) and [`Algorithm::Ha4`] (Hennequin et al.'s run-based labeling with warp intrinsics,
+//! two sites per thread, and its 8-connected variant). All support both connectivities, segments
+//! of `u8`/`u16`/`u32` sites and all four boundaries, and give labels bit-identical to the CPU's.
 //!
 //! ```no_run
 //! use clusterlab::cuda::{CudaLabeler, Numbering};
@@ -39,6 +40,7 @@ mod block_union_find;
 mod canonical;
 mod context;
 mod engine;
+mod ha4;
 mod label_equivalence;
 
 pub use cudarc;
@@ -358,8 +360,8 @@ impl CudaLabeler {
         self
     }
 
-    /// The algorithm: [`Algorithm::Auto`] or [`Algorithm::BlockUnionFind`] (the fast path) or
-    /// [`Algorithm::LabelEquivalence`]; others are refused when labeling.
+    /// The algorithm: [`Algorithm::Auto`] or [`Algorithm::BlockUnionFind`] (the fast path),
+    /// [`Algorithm::LabelEquivalence`] or [`Algorithm::Ha4`]; others are refused when labeling.
     pub fn algorithm(mut self, algorithm: Algorithm) -> Self {
         self.spec.algorithm = algorithm;
         self
