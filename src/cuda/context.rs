@@ -652,7 +652,11 @@ mod tests {
             eprintln!("NVRTC not found: skipping the kernel compile check");
             return;
         }
-        for family in [Family::LabelEquivalence, Family::BlockUnionFind, Family::Ha4] {
+        for family in [
+            Family::LabelEquivalence,
+            Family::BlockUnionFind,
+            Family::Ha4,
+        ] {
             for site in [SiteType::U8, SiteType::U16, SiteType::U32] {
                 for conn8 in [false, true] {
                     for segments in [false, true] {

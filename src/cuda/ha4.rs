@@ -52,11 +52,7 @@ pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Resu
         if pairs + wrap_y > 0 {
             gpu.launch(
                 module.func("ha4_border"),
-                (
-                    chunks.div_ceil(CHUNK_WARPS),
-                    (pairs + wrap_y).min(65535),
-                    1,
-                ),
+                (chunks.div_ceil(CHUNK_WARPS), (pairs + wrap_y).min(65535), 1),
                 (32, CHUNK_WARPS, 1),
                 &mut kernel_args![input, labels, geo, pairs, wrap_y],
             )?;
