@@ -1,7 +1,7 @@
 //! Times the CUDA labelers device-resident on site percolation at p_c.
 //!
 //! ```text
-//! cargo run --release --example gpu_timing -- [--size N] [--reps R] [--check] [--once]
+//! cargo run --release --example gpu_timing -- [--size N] [--reps R] [--check] [--once] [--only ALG]
 //! ```
 //!
 //! For each algorithm, connectivity and numbering: the lattice and the label array stay on the
@@ -9,7 +9,7 @@
 //! and the median of `R` (default 20) is printed with the fraction of the memory floor it
 //! reaches (reading the `u8` lattice once and writing the `u32` labels once at 4.2 TB/s: 0.32 ms
 //! at 16384²). `--check` compares the GPU's canonical labels with the CPU's; `--once` runs each
-//! configuration once (for profilers).
+//! configuration once (for profilers); `--only Ha4,BlockUnionFind` times those algorithms only.
 
 use anyhow::{bail, Context, Result};
 use clusterlab::cuda::cudarc::driver::sys::CUevent_flags;
@@ -26,6 +26,7 @@ fn main() -> Result<()> {
     let mut reps = 20usize;
     let mut check = false;
     let mut once = false;
+    let mut only: Option<String> = None;
     let mut args = std::env::args().skip(1);
     while let Some(a) = args.next() {
         match a.as_str() {
@@ -33,6 +34,7 @@ fn main() -> Result<()> {
             "--reps" => reps = args.next().context("--reps R")?.parse()?,
             "--check" => check = true,
             "--once" => once = true,
+            "--only" => only = Some(args.next().context("--only ALGORITHM")?),
             other => bail!("unknown argument {other}"),
         }
     }
@@ -97,6 +99,7 @@ fn main() -> Result<()> {
         for alg in [
             Algorithm::BlockUnionFind,
             Algorithm::TileMerge,
+            Algorithm::Ha4,
             Algorithm::LabelEquivalence,
         ] {
             for c in [Connectivity::Four, Connectivity::Eight] {
@@ -105,13 +108,21 @@ fn main() -> Result<()> {
                 }
             }
         }
-        for alg in [Algorithm::BlockUnionFind, Algorithm::TileMerge] {
-            for c in [Connectivity::Four, Connectivity::Eight] {
-                for num in [Numbering::Raw, Numbering::Canonical] {
+        for c in [Connectivity::Four, Connectivity::Eight] {
+            for num in [Numbering::Raw, Numbering::Canonical] {
+                for alg in [
+                    Algorithm::BlockUnionFind,
+                    Algorithm::Ha4,
+                    Algorithm::TileMerge,
+                ] {
                     v.push((alg, c, num, Boundary::Periodic));
                 }
             }
         }
+        v.retain(|(alg, ..)| {
+            only.as_ref()
+                .is_none_or(|o| o.split(',').any(|a| a == format!("{alg:?}")))
+        });
         v
     };
     let mut failures = 0;

@@ -346,6 +346,12 @@ fn tile_merge_matches_cpu() {
     battery(Algorithm::TileMerge);
 }
 
+#[test]
+#[ignore = "needs a CUDA device"]
+fn ha4_matches_cpu() {
+    battery(Algorithm::Ha4);
+}
+
 /// The device-resident path: input on the GPU, labels on the GPU, count on request.
 #[test]
 #[ignore = "needs a CUDA device"]
@@ -355,6 +361,7 @@ fn device_resident_labels_match() {
         Algorithm::BlockUnionFind,
         Algorithm::LabelEquivalence,
         Algorithm::TileMerge,
+        Algorithm::Ha4,
     ] {
         for c in CONNECTIVITIES {
             for b in BOUNDARIES {
@@ -452,6 +459,7 @@ fn raw_labels_beyond_2_31_sites() {
         Algorithm::BlockUnionFind,
         Algorithm::LabelEquivalence,
         Algorithm::TileMerge,
+        Algorithm::Ha4,
     ] {
         for c in CONNECTIVITIES {
             for b in [Boundary::Open, Boundary::PeriodicY] {

@@ -19,6 +19,7 @@ const CANONICAL: &str = include_str!("../../kernels/canonical.cu");
 const LABEL_EQUIVALENCE: &str = include_str!("../../kernels/label_equivalence.cu");
 const BLOCK_UNION_FIND: &str = include_str!("../../kernels/block_union_find.cu");
 const TILE_MERGE: &str = include_str!("../../kernels/tile_merge.cu");
+const HA4: &str = include_str!("../../kernels/ha4.cu");
 
 /// Kernels of `canonical.cu`, present in every module.
 const CANONICAL_KERNELS: [&str; 4] = ["canon_count", "canon_scan", "canon_rank", "canon_final"];
@@ -125,6 +126,7 @@ pub(crate) enum Family {
     LabelEquivalence,
     BlockUnionFind,
     TileMerge,
+    Ha4,
 }
 
 impl Family {
@@ -133,6 +135,7 @@ impl Family {
             Family::LabelEquivalence => ("label_equivalence.cu", LABEL_EQUIVALENCE),
             Family::BlockUnionFind => ("block_union_find.cu", BLOCK_UNION_FIND),
             Family::TileMerge => ("tile_merge.cu", TILE_MERGE),
+            Family::Ha4 => ("ha4.cu", HA4),
         }
     }
     fn kernels(self) -> &'static [&'static str] {
@@ -146,6 +149,7 @@ impl Family {
                 "buf_final_raw",
             ],
             Family::TileMerge => &["tm_local", "tm_merge", "tm_wrap", "tm_final"],
+            Family::Ha4 => &["ha4_strip", "ha4_border", "ha4_wrap", "ha4_relabel"],
         }
     }
 }
@@ -169,7 +173,9 @@ impl ModuleKey {
     /// The union-find block shape `(BW, BH)` of this configuration.
     pub(crate) fn block_shape(&self) -> (u32, u32) {
         match (self.family, self.segments, self.conn8) {
-            (Family::LabelEquivalence | Family::TileMerge, _, _) | (_, true, _) => (1, 1),
+            (Family::LabelEquivalence | Family::TileMerge | Family::Ha4, _, _) | (_, true, _) => {
+                (1, 1)
+            }
             (Family::BlockUnionFind, false, true) => (2, 2),
             (Family::BlockUnionFind, false, false) => (2, 1),
         }
@@ -669,6 +675,7 @@ mod tests {
             Family::LabelEquivalence,
             Family::BlockUnionFind,
             Family::TileMerge,
+            Family::Ha4,
         ] {
             for site in [SiteType::U8, SiteType::U16, SiteType::U32] {
                 for conn8 in [false, true] {

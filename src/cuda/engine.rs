@@ -3,7 +3,7 @@
 //! scratch buffer every pipeline uses, and the dispatch from a job to a kernel family.
 
 use super::context::{cuda_err, DevBuf, Family, Gpu, ModuleKey, PinnedBuf, SiteType};
-use super::{block_union_find, canonical, label_equivalence, tile_merge, Numbering};
+use super::{block_union_find, canonical, ha4, label_equivalence, tile_merge, Numbering};
 use crate::labeler::Algorithm;
 use crate::lattice::{Boundary, Connectivity};
 use crate::{Error, Result};
@@ -97,13 +97,10 @@ pub(crate) fn family_of(algorithm: Algorithm) -> Result<Family> {
         Algorithm::Auto | Algorithm::BlockUnionFind => Ok(Family::BlockUnionFind),
         Algorithm::LabelEquivalence => Ok(Family::LabelEquivalence),
         Algorithm::TileMerge => Ok(Family::TileMerge),
-        Algorithm::Ha4 => Err(Error::InvalidArgument(format!(
-            "algorithm {algorithm:?} is not implemented on the CUDA backend yet; use \
-             BlockUnionFind, LabelEquivalence or TileMerge"
-        ))),
+        Algorithm::Ha4 => Ok(Family::Ha4),
         other => Err(Error::InvalidArgument(format!(
-            "algorithm {other:?} is a CPU algorithm; the CUDA backend runs BlockUnionFind, \
-             LabelEquivalence and TileMerge"
+            "algorithm {other:?} is a CPU algorithm; the CUDA backend runs BlockUnionFind, Ha4, \
+             TileMerge and LabelEquivalence"
         ))),
     }
 }
@@ -223,6 +220,7 @@ impl Engine {
             Family::BlockUnionFind => block_union_find::run(gpu, module, job, &bufs),
             Family::LabelEquivalence => label_equivalence::run(gpu, module, job, &bufs),
             Family::TileMerge => tile_merge::run(gpu, module, job, &bufs),
+            Family::Ha4 => ha4::run(gpu, module, job, &bufs),
         }
     }
 

@@ -11,10 +11,11 @@
 //!
 //! Algorithms: [`Algorithm::BlockUnionFind`] (the default for [`Algorithm::Auto`]: union-find on
 //! 2×2 blocks for 8-connectivity, 2×1 blocks for 4-connectivity, per-site union-find for
-//! segments), [`Algorithm::LabelEquivalence`] (Kalentev et al.'s iterative scanning and
-//! analysis) and [`Algorithm::TileMerge`] (Šťava & Beneš's shared-memory tiles merged
-//! hierarchically). All support both connectivities, segments of `u8`/`u16`/`u32` sites and all
-//! four boundaries, and give labels bit-identical to the CPU's.
+//! segments), [`Algorithm::Ha4`] (Hennequin et al.'s run-based labeling with warp intrinsics,
+//! two sites per thread, and its 8-connected variant), [`Algorithm::TileMerge`] (Šťava & Beneš's
+//! shared-memory tiles merged hierarchically) and [`Algorithm::LabelEquivalence`] (Kalentev et
+//! al.'s iterative scanning and analysis). All support both connectivities, segments of
+//! `u8`/`u16`/`u32` sites and all four boundaries, and give labels bit-identical to the CPU's.
 //!
 //! ```no_run
 //! use clusterlab::cuda::{CudaLabeler, Numbering};
@@ -40,6 +41,7 @@ mod block_union_find;
 mod canonical;
 mod context;
 mod engine;
+mod ha4;
 mod label_equivalence;
 mod tile_merge;
 
@@ -362,8 +364,8 @@ impl CudaLabeler {
     }
 
     /// The algorithm: [`Algorithm::Auto`] or [`Algorithm::BlockUnionFind`] (the fast path),
-    /// [`Algorithm::LabelEquivalence`] or [`Algorithm::TileMerge`]; others are refused when
-    /// labeling.
+    /// [`Algorithm::Ha4`], [`Algorithm::TileMerge`] or [`Algorithm::LabelEquivalence`]; others
+    /// are refused when labeling.
     pub fn algorithm(mut self, algorithm: Algorithm) -> Self {
         self.spec.algorithm = algorithm;
         self

@@ -1,0 +1,290 @@
+// HA4 (Hennequin, Lacassagne, Cabaret & Meunier, 2018), 2 sites per thread, and its 8-connected
+// and segment variants.
+//
+// A run is a maximal horizontal run of joined sites (occupied, or of one nonzero value for
+// segments). Only run starts are union-find nodes: the forest is the label array L itself
+// (1x1 blocks, see common.cuh), a start s holding its parent + 1, a root s + 1. Other slots are
+// unused until the relabel writes them, except one: the last site of every 64-site chunk, when it
+// is occupied and not a start, holds its run start + 1, so that the chunk-parallel kernels find
+// the run that enters a chunk from the left without walking the row.
+//
+// A warp handles a chunk of 64 sites of one row: lane l holds bits l and l + 32 (coalesced
+// loads and stores), and two ballots give 64-bit masks.
+//
+//   ha4_strip   CTA (32, HA_ROWS): a strip of HA_ROWS rows, one warp per row walking it 64 sites
+//               at a time (the paper's strip labeling): run starts are initialised as roots, and
+//               each row's runs are united with the runs of the row above in the strip (Playne &
+//               Hawick's union), only at run starts.
+//   ha4_border  one warp per chunk of the row pairs across strip borders (and, for a periodic y
+//               axis, the pair (h - 1, 0)).
+//   ha4_wrap    the periodic x edge of each row (and its diagonals), literally.
+//   ha4_relabel one warp per chunk: each run start finds its root and shuffles it to its run's
+//               lanes; every site is written once (root + 1, 0 where empty); roots are counted.
+// Canonical numbering then runs canonical.cu's kernels on the relabeled L.
+//
+// Joins between a run A of row y and a run B of row y - 1 (same x range):
+//   vertical: at the first site where both are joined, which is A's or B's start;
+//   8-connectivity: A's start a joined to (y - 1, a - 1) but not to (y - 1, a), and B's start b
+//   joined to (y, b - 1) but not to (y, b). Any two 8-adjacent runs meet one of these.
+
+#ifndef HA_ROWS
+#define HA_ROWS 4
+#endif
+
+#define HA_FULL 0xffffffffu
+
+// Whether horizontally or vertically adjacent sites of values a and b are joined.
+__device__ __forceinline__ bool ha_joined(u32 a, u32 b) {
+#if SEGMENTS
+    return a != 0 && a == b;
+#else
+    return a != 0 && b != 0;
+#endif
+}
+
+// Bits 0..=b.
+__device__ __forceinline__ u64 ha_upto(u32 b) { return ~0ull >> (63 - b); }
+
+// One warp's chunk of 64 sites of a row.
+struct Chunk {
+    u32 v[2];   // values of bits lane and lane + 32 (0 outside the lattice)
+    u32 lv[2];  // values of bits lane - 1 and lane + 31 (bit -1: the site before the chunk)
+    u64 starts; // run starts
+    u32 base;   // site index of bit 0
+    u32 carry;  // run start of bit -1 (when it is occupied)
+};
+
+// The run start of occupied bit b: the last start at or before b, else the run entering from
+// the left.
+__device__ __forceinline__ u32 ha_run(const Chunk& a, u32 b) {
+    const u64 m = a.starts & ha_upto(b);
+    return m ? a.base + 63 - __clzll(m) : a.carry;
+}
+
+// The run start of bit b - 1 (b may be 0).
+__device__ __forceinline__ u32 ha_run_before(const Chunk& a, u32 b) {
+    return b == 0 ? a.carry : ha_run(a, b - 1);
+}
+
+// Left neighbours' values and the start mask, from v[] and pv, the value of bit -1.
+__device__ __forceinline__ void ha_masks(Chunk& a, u32 pv) {
+    const u32 lane = threadIdx.x & 31;
+    const u32 up0 = __shfl_up_sync(HA_FULL, a.v[0], 1);
+    const u32 up1 = __shfl_up_sync(HA_FULL, a.v[1], 1);
+    const u32 last0 = __shfl_sync(HA_FULL, a.v[0], 31);
+    a.lv[0] = lane ? up0 : pv;
+    a.lv[1] = lane ? up1 : last0;
+    const u32 s0 = __ballot_sync(HA_FULL, a.v[0] != 0 && !ha_joined(a.v[0], a.lv[0]));
+    const u32 s1 = __ballot_sync(HA_FULL, a.v[1] != 0 && !ha_joined(a.v[1], a.lv[1]));
+    a.starts = (u64)s0 | ((u64)s1 << 32);
+}
+
+// Unites the runs of chunk a (row y) with those of chunk u (row y - 1, same columns).
+__device__ __forceinline__ void ha_merge(u32* L, const Geo& g, const Chunk& a, const Chunk& u) {
+    const u32 lane = threadIdx.x & 31;
+#pragma unroll
+    for (u32 k = 0; k < 2; k++) {
+        const u32 b = lane + 32 * k;
+        const u32 v = a.v[k], vu = u.v[k];
+        const bool sa = (a.starts >> b) & 1, su = (u.starts >> b) & 1;
+        const bool vert = ha_joined(v, vu);
+        if (vert && (sa || su)) unite(L, g, ha_run(a, b), ha_run(u, b));
+#if CONN8
+        if (sa && !vert && ha_joined(v, u.lv[k])) unite(L, g, a.base + b, ha_run_before(u, b));
+        if (su && !vert && ha_joined(vu, a.lv[k])) unite(L, g, u.base + b, ha_run_before(a, b));
+#endif
+    }
+}
+
+// Loads the chunk of row y starting at column x0 (a whole warp), with the run entering it from
+// the left (read from the marker on the previous chunk's last site).
+__device__ __forceinline__ Chunk ha_load(const site_t* __restrict__ in, const u32* L, const Geo& g,
+                                         u32 y, u32 x0) {
+    const u32 lane = threadIdx.x & 31;
+    Chunk a;
+    a.base = y * g.w + x0;
+    a.v[0] = x0 + lane < g.w ? (u32)in[a.base + lane] : 0u;
+    a.v[1] = x0 + lane + 32 < g.w ? (u32)in[a.base + lane + 32] : 0u;
+    u32 pv = 0, carry = 0;
+    if (x0 > 0 && lane == 0) {
+        const u32 q = a.base - 1; // column x0 - 1 >= 63: q - 1 is in the same row
+        pv = in[q];
+        if (pv) carry = ha_joined(pv, in[q - 1]) ? ld_cg(L + q) - 1 : q;
+    }
+    pv = __shfl_sync(HA_FULL, pv, 0);
+    a.carry = __shfl_sync(HA_FULL, carry, 0);
+    ha_masks(a, pv);
+    return a;
+}
+
+// Grid: ceil(h / HA_ROWS) CTAs of (32, HA_ROWS); warp ty walks row blockIdx.x * HA_ROWS + ty.
+extern "C" __global__ void __launch_bounds__(32 * HA_ROWS)
+ha4_strip(const site_t* __restrict__ in, u32* L, Geo g) {
+    // The rows' chunks, double-buffered so that one barrier per chunk suffices.
+    __shared__ u32 s_v[2][HA_ROWS][64];
+    __shared__ u64 s_starts[2][HA_ROWS];
+    __shared__ u32 s_pv[2][HA_ROWS];
+    __shared__ u32 s_carry[2][HA_ROWS];
+    const u32 lane = threadIdx.x, ty = threadIdx.y;
+    const u32 y = blockIdx.x * HA_ROWS + ty;
+    const bool row = y < g.h;
+    const u32 nch = (g.w + 63) / 64;
+    const u32 rowbase = row ? y * g.w : 0u;
+    u32 pv = 0, carry = 0;
+    // The next chunk's sites are loaded before the current one is worked on.
+    u32 n0 = 0, n1 = 0;
+    if (row) {
+        if (lane < g.w) n0 = in[rowbase + lane];
+        if (lane + 32 < g.w) n1 = in[rowbase + lane + 32];
+    }
+    for (u32 c = 0; c < nch; c++) {
+        const u32 x0 = c * 64;
+        Chunk a;
+        a.v[0] = n0;
+        a.v[1] = n1;
+        a.base = rowbase + x0;
+        a.carry = carry;
+        n0 = n1 = 0;
+        if (row && c + 1 < nch) {
+            if (x0 + 64 + lane < g.w) n0 = in[a.base + 64 + lane];
+            if (x0 + 96 + lane < g.w) n1 = in[a.base + 96 + lane];
+        }
+        ha_masks(a, pv);
+        // Every start a root.
+        if ((a.starts >> lane) & 1) L[a.base + lane] = a.base + lane + 1;
+        if ((a.starts >> (lane + 32)) & 1) L[a.base + lane + 32] = a.base + lane + 33;
+        // The marker on the chunk's last site.
+        const u32 lastb = min(63u, g.w - 1 - x0);
+        if (lane == (lastb & 31)) {
+            const u32 v = a.v[lastb >> 5];
+            if (v && !((a.starts >> lastb) & 1)) L[a.base + lastb] = ha_run(a, lastb) + 1;
+        }
+        const u32 buf = c & 1;
+        s_v[buf][ty][lane] = a.v[0];
+        s_v[buf][ty][lane + 32] = a.v[1];
+        if (lane == 0) {
+            s_starts[buf][ty] = a.starts;
+            s_pv[buf][ty] = pv;
+            s_carry[buf][ty] = a.carry;
+        }
+        __syncthreads();
+        if (row && ty > 0) {
+            Chunk u;
+            u.v[0] = s_v[buf][ty - 1][lane];
+            u.v[1] = s_v[buf][ty - 1][lane + 32];
+            u.lv[0] = lane ? s_v[buf][ty - 1][lane - 1] : s_pv[buf][ty - 1];
+            u.lv[1] = s_v[buf][ty - 1][lane + 31];
+            u.starts = s_starts[buf][ty - 1];
+            u.carry = s_carry[buf][ty - 1];
+            u.base = a.base - g.w;
+            ha_merge(L, g, a, u);
+        }
+        const u32 v63 = __shfl_sync(HA_FULL, a.v[1], 31);
+        carry = v63 ? ha_run(a, 63) : 0u;
+        pv = v63;
+    }
+}
+
+// Grid (ceil(chunks per row / 8), min(pairs + wrap_y, 65535)), CTA (32, 8): warp ty handles
+// chunk blockIdx.x * 8 + ty of row pairs j = blockIdx.y, blockIdx.y + gridDim.y, ...: pair
+// j < pairs is rows ((j + 1) * HA_ROWS - 1, (j + 1) * HA_ROWS), pair `pairs` (periodic y) is
+// rows (h - 1, 0).
+extern "C" __global__ void __launch_bounds__(256)
+ha4_border(const site_t* __restrict__ in, u32* L, Geo g, u32 pairs, u32 wrap_y) {
+    const u32 nch = (g.w + 63) / 64;
+    const u32 c = blockIdx.x * blockDim.y + threadIdx.y;
+    if (c >= nch) return; // whole warps
+    for (u32 j = blockIdx.y; j < pairs + wrap_y; j += gridDim.y) {
+        const u32 yl = j < pairs ? (j + 1) * HA_ROWS : 0u;
+        const u32 yu = j < pairs ? yl - 1 : g.h - 1;
+        const Chunk a = ha_load(in, L, g, yl, c * 64);
+        const Chunk u = ha_load(in, L, g, yu, c * 64);
+        ha_merge(L, g, a, u);
+    }
+}
+
+// The node of site (y, x), x being 0 or w - 1 and the site occupied: a start, or the row's last
+// site, which holds the marker of its run start.
+__device__ __forceinline__ u32 ha_node(const site_t* __restrict__ in, const u32* L, const Geo& g,
+                                       u32 y, u32 x) {
+    const u32 q = y * g.w + x;
+    if (x == 0 || !ha_joined(in[q], in[q - 1])) return q;
+    return ld_cg(L + q) - 1;
+}
+
+__device__ __forceinline__ void ha_wrap_pair(const site_t* __restrict__ in, u32* L, const Geo& g,
+                                             u32 y1, u32 x1, u32 y2, u32 x2) {
+    if (ha_joined(in[y1 * g.w + x1], in[y2 * g.w + x2]))
+        unite(L, g, ha_node(in, L, g, y1, x1), ha_node(in, L, g, y2, x2));
+}
+
+// The periodic x edge: one thread per row (grid ceil(h / 256), CTA 256). The y edge is
+// ha4_border's last pair; the corners' diagonals are here.
+extern "C" __global__ void __launch_bounds__(256)
+ha4_wrap(const site_t* __restrict__ in, u32* L, Geo g, u32 wrap_y) {
+    const u32 y = blockIdx.x * blockDim.x + threadIdx.x;
+    if (y >= g.h) return;
+    const u32 w = g.w;
+    ha_wrap_pair(in, L, g, y, w - 1, y, 0);
+#if CONN8
+    if (y > 0 || wrap_y) {
+        const u32 yp = y > 0 ? y - 1 : g.h - 1;
+        ha_wrap_pair(in, L, g, y, 0, yp, w - 1);
+        ha_wrap_pair(in, L, g, y, w - 1, yp, 0);
+    }
+#else
+    (void)wrap_y;
+#endif
+}
+
+// The root of node k, read-only (slots only ever hold valid ancestors + 1 here; no FLAG test,
+// so that raw labels work beyond 2^31 sites).
+__device__ __forceinline__ u32 ha_root(const u32* L, u32 k) {
+    u32 v = ld_cg(L + k);
+    while (v != k + 1) {
+        k = v - 1;
+        v = ld_cg(L + k);
+    }
+    return k;
+}
+
+// Grid-stride over the chunks of the lattice, one warp each, CTA (32, 8). Writes root + 1 at
+// every occupied site, 0 elsewhere, and counts roots into *count. A start's slot becomes its
+// root + 1 and a marker becomes its run's root + 1: both still valid pointers for concurrent
+// finds and for the next chunk's ha_load.
+extern "C" __global__ void __launch_bounds__(256)
+ha4_relabel(const site_t* __restrict__ in, u32* L, Geo g, u32* count) {
+    const u32 lane = threadIdx.x;
+    const u32 nch = (g.w + 63) / 64;
+    const u64 total = (u64)g.h * nch;
+    u32 roots = 0;
+    for (u64 t = (u64)blockIdx.x * blockDim.y + threadIdx.y; t < total;
+         t += (u64)gridDim.x * blockDim.y) {
+        const u32 y = (u32)(t / nch), c = (u32)(t - (u64)y * nch);
+        const u32 x0 = c * 64;
+        const Chunk a = ha_load(in, L, g, y, x0);
+        u32 r0 = 0, r1 = 0, rc = 0;
+        if ((a.starts >> lane) & 1) {
+            r0 = ha_root(L, a.base + lane);
+            roots += r0 == a.base + lane;
+        }
+        if ((a.starts >> (lane + 32)) & 1) {
+            r1 = ha_root(L, a.base + lane + 32);
+            roots += r1 == a.base + lane + 32;
+        }
+        if (lane == 0 && a.v[0] && !(a.starts & 1)) rc = ha_root(L, a.carry);
+        // The start of each of this lane's two runs: a bit of the chunk, or 64 (from the left).
+        const u64 m0 = a.starts & ha_upto(lane), m1 = a.starts & ha_upto(lane + 32);
+        const u32 s0 = m0 ? 63 - __clzll(m0) : 64u;
+        const u32 s1 = m1 ? 63 - __clzll(m1) : 64u;
+        const u32 A = __shfl_sync(HA_FULL, r0, s0 & 31);
+        const u32 B0 = __shfl_sync(HA_FULL, r0, s1 & 31);
+        const u32 B1 = __shfl_sync(HA_FULL, r1, s1 & 31);
+        const u32 C = __shfl_sync(HA_FULL, rc, 0);
+        const u32 l0 = a.v[0] ? (s0 < 64 ? A : C) + 1 : 0u;
+        const u32 l1 = a.v[1] ? (s1 < 32 ? B0 : s1 < 64 ? B1 : C) + 1 : 0u;
+        if (x0 + lane < g.w) L[a.base + lane] = l0;
+        if (x0 + lane + 32 < g.w) L[a.base + lane + 32] = l1;
+    }
+    warp_add(count, roots);
+}

@@ -1,0 +1,81 @@
+//! HA4 (Hennequin, Lacassagne, Cabaret & Meunier, 2018): run-based direct labeling with warp
+//! intrinsics, two sites per thread, plus its 8-connected ("HA8") and segment variants.
+//!
+//! Only the starts of horizontal runs are union-find nodes, so unions and finds happen once per
+//! run rather than once per site, and the forest is the label array itself (keys = site
+//! indices, roots = smallest sites, as in `common.cuh`).
+//!
+//! - `ha4_strip`: one warp per row of a strip of [`ROWS`] rows walks the row 64 sites at a time
+//!   (two ballots give a 64-bit mask), initialises the run starts as roots and unites the runs of
+//!   consecutive rows of the strip, only at run starts.
+//! - `ha4_border`: one warp per 64-site chunk of each row pair across strip borders (and the
+//!   periodic y edge).
+//! - `ha4_wrap`: the periodic x edge of every row, and the diagonals across it.
+//! - `ha4_relabel`: one warp per chunk; each run start finds its root and shuffles it to its
+//!   run's lanes; every site is written once and roots are counted (raw numbering).
+//!
+//! Canonical numbering relabels raw first, which leaves every occupied site pointing straight at
+//! its root, and then runs the shared canonical kernels on the label array.
+//!
+//! Memory: the input and the label array, plus the engine's header and canonical segment counts.
+
+use super::canonical::{self, Geo};
+use super::context::{kernel_args, Gpu, Module};
+use super::engine::{Buffers, Job};
+use super::Numbering;
+use crate::Result;
+
+/// Rows per strip (`HA_ROWS` in `ha4.cu`), one warp each.
+pub(crate) const ROWS: u32 = 4;
+
+/// Warps per CTA of the chunk-parallel kernels.
+const CHUNK_WARPS: u32 = 8;
+
+/// Queues the labeling of `job`.
+pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
+    let geo = Geo::new(job);
+    let (input, labels, count) = (bufs.input, bufs.labels, bufs.count);
+    let wrap_x = job.boundary.wraps_x() as u32;
+    let wrap_y = job.boundary.wraps_y() as u32;
+    let chunks = geo.w.div_ceil(64);
+    let pairs = (geo.h - 1) / ROWS;
+    let total_chunks = geo.h as u64 * chunks as u64;
+    // SAFETY: the arguments match the kernels' parameters; `input` and `labels` hold the job's
+    // sites (Engine::prepare checked the sizes).
+    unsafe {
+        gpu.launch(
+            module.func("ha4_strip"),
+            (geo.h.div_ceil(ROWS), 1, 1),
+            (32, ROWS, 1),
+            &mut kernel_args![input, labels, geo],
+        )?;
+        if pairs + wrap_y > 0 {
+            gpu.launch(
+                module.func("ha4_border"),
+                (chunks.div_ceil(CHUNK_WARPS), (pairs + wrap_y).min(65535), 1),
+                (32, CHUNK_WARPS, 1),
+                &mut kernel_args![input, labels, geo, pairs, wrap_y],
+            )?;
+        }
+        if wrap_x != 0 {
+            gpu.launch(
+                module.func("ha4_wrap"),
+                (geo.h.div_ceil(256), 1, 1),
+                (256, 1, 1),
+                &mut kernel_args![input, labels, geo, wrap_y],
+            )?;
+        }
+        gpu.memset_zero(count, 4)?;
+        let grid = total_chunks.div_ceil(CHUNK_WARPS as u64).min(1 << 30) as u32;
+        gpu.launch(
+            module.func("ha4_relabel"),
+            (grid, 1, 1),
+            (32, CHUNK_WARPS, 1),
+            &mut kernel_args![input, labels, geo, count],
+        )?;
+        if job.numbering == Numbering::Canonical {
+            canonical::run(gpu, module, job, bufs)?;
+        }
+    }
+    Ok(())
+}
