@@ -19,7 +19,7 @@
 //!     SizePlotOptions};
 //! use clusterlab::{analyze, generate::percolation, Boundary, Connectivity};
 //!
-//! # let dir = tempfile::tempdir()?;
+//! # let dir = tempfile::tempdir().unwrap();
 //! let mut ns = SizeDistribution::new();
 //! for seed in 1..=4 {
 //!     let lattice = percolation(128, 128, 0.592746, 1, seed);
