@@ -74,6 +74,9 @@ pub enum Error {
     /// A CUDA driver call failed (with the call and the driver's error).
     #[error("CUDA error: {0}")]
     Cuda(String),
+    /// A chart or image could not be drawn or encoded (with the plotting library's message).
+    #[error("plot: {0}")]
+    Plot(String),
 }
 
 /// Short for `Result<T, clusterlab::Error>`.

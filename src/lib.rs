@@ -32,6 +32,9 @@
 //! ## Feature flags
 //! - `cuda` (default): the NVIDIA GPU backend through cudarc and NVRTC. It builds without a CUDA
 //!   toolkit and loads the driver at run time; without a GPU nothing panics.
+//! - `plot` (default): [`plot`], PNG charts of the cluster-size distribution `n_s` and coloured
+//!   label images (plotters, with an embedded font: no system fonts or fontconfig needed), and
+//!   the `clusterlab plot` command.
 
 #![warn(missing_docs)]
 
@@ -46,6 +49,8 @@ pub mod io;
 mod labeler;
 mod labels;
 mod lattice;
+#[cfg(feature = "plot")]
+pub mod plot;
 mod rule;
 
 pub use analysis::{
