@@ -35,12 +35,14 @@
 //! # Ok::<(), clusterlab::Error>(())
 //! ```
 
+pub(crate) mod analysis;
 mod block_union_find;
 mod canonical;
 mod context;
 mod engine;
 mod label_equivalence;
 
+pub use crate::analysis::{CudaAnalyzer, PercolatingCluster, SizeCounts};
 pub use cudarc;
 
 use crate::backend::{Input, LabelBackend, Spec};
