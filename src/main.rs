@@ -194,9 +194,21 @@ struct AnalyzeArgs {
     #[arg(short, long, value_name = "NAME")]
     dataset: Option<String>,
 
-    /// HDF5 output: write only the cluster table (no /labels, no /lattice).
+    /// Make no label image: HDF5 output holds only the cluster table (no /labels, no
+    /// /lattice), and a GPU computing --shape tables writes no labels at all.
     #[arg(long)]
     no_labels: bool,
+
+    /// Only the shape columns (size, bounding box, centroid, gyration, wrapping, spanning): no
+    /// perimeters, no filled area. On a GPU backend these are computed entirely on the device.
+    #[arg(long)]
+    shape: bool,
+
+    /// Where to run: cpu, cuda (GPU 0), cuda:N or auto (the GPU when one is usable). On a GPU,
+    /// --shape tables are computed on the device; full tables label there and measure the
+    /// perimeters on the CPU. Tables are identical on every backend.
+    #[arg(long, value_name = "BACKEND", default_value = "cpu", value_parser = parse_backend)]
+    backend: Backend,
 
     /// Worker threads (at least 1). Default: all cores (rayon's pool, which follows
     /// RAYON_NUM_THREADS).
@@ -687,25 +699,42 @@ fn analyze(args: AnalyzeArgs) -> Result<()> {
         Some(n) => Parallelism::Threads(n),
         None => Parallelism::Rayon,
     };
+    let measures = if args.shape {
+        clusterlab::Measures::Shape
+    } else {
+        clusterlab::Measures::All
+    };
     let mut analyzer = clusterlab::Analyzer::new(connectivity, boundary)
         .segments(args.segments)
-        .parallelism(parallelism);
+        .parallelism(parallelism)
+        .measures(measures)
+        .backend(args.backend)?;
     stage.set(format!("analyzing {h}x{w} lattice"));
     let start = Instant::now();
-    let (table, labels) = match &lattice {
-        Lattice::U8(a) => analyzer.analyze_labeled(a.view())?,
-        Lattice::U16(a) => analyzer.analyze_labeled(a.view())?,
-        Lattice::U32(a) => analyzer.analyze_labeled(a.view())?,
+    let (table, labels) = if args.no_labels {
+        let table = match &lattice {
+            Lattice::U8(a) => analyzer.analyze(a.view())?,
+            Lattice::U16(a) => analyzer.analyze(a.view())?,
+            Lattice::U32(a) => analyzer.analyze(a.view())?,
+        };
+        (table, None)
+    } else {
+        let (table, labels) = match &lattice {
+            Lattice::U8(a) => analyzer.analyze_labeled(a.view())?,
+            Lattice::U16(a) => analyzer.analyze_labeled(a.view())?,
+            Lattice::U32(a) => analyzer.analyze_labeled(a.view())?,
+        };
+        (table, Some(labels))
     };
     let elapsed = start.elapsed();
     if let Some(out) = &args.output {
         stage.set(format!("writing {}", out.display()));
         if csv {
             table.write_csv(out)?;
-        } else if args.no_labels {
-            table.write_hdf5(out)?;
+        } else if let Some(labels) = &labels {
+            table.write_hdf5_with(out, Some(labels), Some(&lattice))?;
         } else {
-            table.write_hdf5_with(out, Some(&labels), Some(&lattice))?;
+            table.write_hdf5(out)?;
         }
     }
     drop(stage);
@@ -776,6 +805,9 @@ fn analyze(args: AnalyzeArgs) -> Result<()> {
                 None => rayon_threads(),
             }
         ));
+        if analyzer.backend_name() != "cpu" {
+            text.push_str(&format!("backend    {}\n", analyzer.backend_name()));
+        }
         if let Some(out) = &args.output {
             text.push_str(&format!("output     {}\n", out.display()));
         }

@@ -113,12 +113,16 @@
 
 mod accum;
 mod filled;
+#[cfg(feature = "cuda")]
+mod gpu;
 mod output;
 mod scan;
 mod stats;
 mod table;
 mod wrapping;
 
+#[cfg(feature = "cuda")]
+pub use gpu::{CudaAnalyzer, PercolatingCluster, SizeCounts};
 pub use output::{CSV_HEADER, CSV_HEADER_SHAPE};
 pub use stats::{LatticeStats, Percolating};
 pub use table::{ClusterRow, ClusterTable};
@@ -210,6 +214,13 @@ pub struct Analyzer {
     strips: Vec<StripScratch>,
     dominance: Dominance,
     buffers: Buffers,
+    /// The GPU device, when the backend is a GPU.
+    device: Option<usize>,
+    /// The GPU analyzer for [`Measures::Shape`] of occupancy lattices.
+    #[cfg(feature = "cuda")]
+    gpu: Option<gpu::CudaAnalyzer>,
+    /// Whether `labeler` and `dual_labeler` run on the GPU.
+    labelers_on_gpu: bool,
 }
 
 /// Per-label arrays, kept between calls.
@@ -255,13 +266,86 @@ impl Analyzer {
             strips: Vec::new(),
             dominance: Dominance::default(),
             buffers: Buffers::default(),
+            device: None,
+            #[cfg(feature = "cuda")]
+            gpu: None,
+            labelers_on_gpu: false,
         }
+    }
+
+    /// Where to run (default [`Backend::Cpu`](crate::Backend::Cpu)). On a GPU
+    /// ([`Backend::Cuda`](crate::Backend::Cuda), feature `cuda`), [`Measures::Shape`] tables of
+    /// occupancy lattices are computed entirely on the device (see [`CudaAnalyzer`]); with
+    /// [`Measures::All`] or segments the lattice and its complement are labeled on the GPU and
+    /// the perimeters and filled areas measured on the CPU. Tables are identical on every backend.
+    /// [`Backend::Auto`](crate::Backend::Auto) takes GPU 0 when it is usable, the CPU otherwise.
+    ///
+    /// # Errors
+    /// [`Error::CudaUnavailable`] for a CUDA backend when no CUDA driver, NVRTC or device is
+    /// usable, or without the `cuda` feature.
+    pub fn backend(mut self, backend: crate::Backend) -> Result<Self> {
+        self.labelers_on_gpu = false;
+        self.labeler = Labeler::new(self.connectivity, Boundary::Open)
+            .segments(self.segments)
+            .parallelism(self.inner_parallelism());
+        self.dual_labeler = Labeler::new(self.dual_labeler.connectivity(), Boundary::Open)
+            .parallelism(self.inner_parallelism());
+        #[cfg(feature = "cuda")]
+        {
+            let open = |d: usize| gpu::CudaAnalyzer::new(d, self.connectivity, self.boundary);
+            let (device, gpu) = match backend {
+                crate::Backend::Cuda { device } => (Some(device), Some(open(device)?)),
+                crate::Backend::Auto => match open(0) {
+                    Ok(g) => (Some(0), Some(g)),
+                    Err(_) => (None, None),
+                },
+                _ => (None, None),
+            };
+            self.device = device;
+            self.gpu = gpu;
+        }
+        #[cfg(not(feature = "cuda"))]
+        {
+            if let crate::Backend::Cuda { .. } = backend {
+                return Err(Error::CudaUnavailable(
+                    "clusterlab was built without the cuda feature".into(),
+                ));
+            }
+            self.device = None;
+        }
+        Ok(self)
+    }
+
+    /// `"cpu"` or `"cuda:N"`: where this analyzer runs.
+    pub fn backend_name(&self) -> String {
+        match self.device {
+            Some(d) => format!("cuda:{d}"),
+            None => "cpu".into(),
+        }
+    }
+
+    /// Labels on the GPU for the CPU measuring pass (a GPU backend with [`Measures::All`] or
+    /// segments).
+    fn labelers_to_gpu(&mut self) -> Result<()> {
+        if let Some(device) = self.device {
+            if !self.labelers_on_gpu {
+                let gpu = crate::Backend::Cuda { device };
+                self.labeler = Labeler::new(self.connectivity, Boundary::Open)
+                    .segments(self.segments)
+                    .backend(gpu)?;
+                self.dual_labeler =
+                    Labeler::new(self.dual_labeler.connectivity(), Boundary::Open).backend(gpu)?;
+                self.labelers_on_gpu = true;
+            }
+        }
+        Ok(())
     }
 
     /// Same-value segments: neighbours join only when they hold the same nonzero value, and a
     /// site of another segment is outside a segment for the perimeters.
     pub fn segments(mut self, segments: bool) -> Self {
         self.segments = segments;
+        self.labelers_on_gpu = false;
         self.labeler = Labeler::new(self.connectivity, Boundary::Open)
             .segments(segments)
             .parallelism(self.inner_parallelism());
@@ -281,6 +365,7 @@ impl Analyzer {
     pub fn parallelism(mut self, parallelism: Parallelism) -> Self {
         self.parallelism = parallelism;
         self.pool = None;
+        self.labelers_on_gpu = false;
         self.labeler = Labeler::new(self.connectivity, Boundary::Open)
             .segments(self.segments)
             .parallelism(self.inner_parallelism());
@@ -308,7 +393,9 @@ impl Analyzer {
     }
 
     /// The labels of the last analyzed lattice (clusters `1..=n` in raster order of their first
-    /// site, as [`label`](crate::label) gives them; empty before the first call).
+    /// site, as [`label`](crate::label) gives them; empty before the first call, and after a
+    /// GPU [`Measures::Shape`] [`Analyzer::analyze`], which writes no label image: use
+    /// [`Analyzer::analyze_labeled`] there).
     pub fn labels(&self) -> ndarray::ArrayView2<'_, u32> {
         self.labels.view()
     }
@@ -319,6 +406,27 @@ impl Analyzer {
     /// [`Error::TooManySites`] beyond [`MAX_SITES`](crate::MAX_SITES) sites,
     /// [`Error::InvalidArgument`] for a thread count of 0 or threads that cannot be started.
     pub fn analyze<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<ClusterTable> {
+        #[cfg(feature = "cuda")]
+        if self.gpu_shape().is_some() {
+            self.labels = Array2::zeros((0, 0));
+            self.count = 0;
+            return self.gpu_shape().expect("checked").analyze(lattice);
+        }
+        self.labelers_to_gpu()?;
+        self.analyze_cpu(lattice)
+    }
+
+    /// The GPU analyzer when it computes the whole table.
+    #[cfg(feature = "cuda")]
+    fn gpu_shape(&mut self) -> Option<&mut gpu::CudaAnalyzer> {
+        if self.measures == Measures::Shape && !self.segments {
+            self.gpu.as_mut()
+        } else {
+            None
+        }
+    }
+
+    fn analyze_cpu<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<ClusterTable> {
         match self.parallelism {
             Parallelism::Rayon => self.run(lattice, true),
             // On the caller's thread, without rayon (so that it nests inside rayon jobs).
@@ -335,6 +443,13 @@ impl Analyzer {
         &mut self,
         lattice: ArrayView2<'_, T>,
     ) -> Result<(ClusterTable, Labels)> {
+        #[cfg(feature = "cuda")]
+        if let Some(g) = self.gpu_shape() {
+            let (table, labels) = g.analyze_labeled(lattice)?;
+            self.labels = labels.array.clone();
+            self.count = labels.count;
+            return Ok((table, labels));
+        }
         let table = self.analyze(lattice)?;
         let labels = Labels {
             array: self.labels.clone(),

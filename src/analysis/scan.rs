@@ -73,6 +73,32 @@ fn squares_below(n: u64) -> u128 {
 }
 
 impl Moments {
+    /// Moments from their parts (the GPU's exact 64-bit sums).
+    #[cfg(feature = "cuda")]
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn from_parts(
+        size: u32,
+        (x_min, x_max, y_min, y_max): (u32, u32, u32, u32),
+        sx: u64,
+        sy: u64,
+        sxx: u64,
+        syy: u64,
+    ) -> Moments {
+        Moments {
+            sx,
+            sy,
+            sxx_lo: sxx,
+            syy_lo: syy,
+            size,
+            x_min,
+            x_max,
+            y_min,
+            y_max,
+            sxx_hi: 0,
+            syy_hi: 0,
+        }
+    }
+
     /// `Σ x²`.
     pub(crate) fn sxx(&self) -> u128 {
         (u128::from(self.sxx_hi) << 64) | u128::from(self.sxx_lo)

@@ -100,6 +100,38 @@ impl Joined {
         joined: impl Fn((usize, usize), (usize, usize)) -> bool,
     ) {
         let (h, w) = pieces.dim();
+        self.join_by(h, w, npieces, connectivity, boundary, |s, t| {
+            let (a, b) = (pieces[s], pieces[t]);
+            (a != 0 && b != 0 && joined(s, t)).then_some((a, b))
+        });
+    }
+
+    /// As [`Joined::join`], for occupancy lattices whose pieces are known only at the edge
+    /// sites: `piece_at(site)` is called for sites on the wrapped edges only (0 = empty).
+    pub(crate) fn join_edges(
+        &mut self,
+        (h, w): (usize, usize),
+        npieces: usize,
+        connectivity: Connectivity,
+        boundary: Boundary,
+        piece_at: impl Fn((usize, usize)) -> u32,
+    ) {
+        self.join_by(h, w, npieces, connectivity, boundary, |s, t| {
+            let (a, b) = (piece_at(s), piece_at(t));
+            (a != 0 && b != 0).then_some((a, b))
+        });
+    }
+
+    /// The join, with `link(site, neighbour)` giving the two pieces of a joined wrap link.
+    fn join_by(
+        &mut self,
+        h: usize,
+        w: usize,
+        npieces: usize,
+        connectivity: Connectivity,
+        boundary: Boundary,
+        link: impl Fn((usize, usize), (usize, usize)) -> Option<(u32, u32)>,
+    ) {
         self.parent.clear();
         self.parent.extend(0..=npieces as u32);
         self.offset.clear();
@@ -109,8 +141,7 @@ impl Joined {
         let (wy, wx) = (boundary.wraps_y(), boundary.wraps_x());
         if h > 0 && w > 0 && (wx || wy) {
             for_each_wrap_link(h, w, connectivity, wx, wy, |s, t, k| {
-                let (a, b) = (pieces[s], pieces[t]);
-                if a != 0 && b != 0 && joined(s, t) {
+                if let Some((a, b)) = link(s, t) {
                     self.link(a, b, k);
                 }
             });

@@ -33,8 +33,32 @@ pub(crate) const TILE: u32 = 32;
 
 /// Queues the labeling of `job`.
 pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
+    build_forest(gpu, module, job, bufs)?;
     let geo = Geo::new(job);
     let (input, labels, forest, count) = (bufs.input, bufs.labels, bufs.forest, bufs.count);
+    // SAFETY: as in `build_forest`.
+    unsafe {
+        match job.numbering {
+            Numbering::Raw => {
+                gpu.memset_zero(count, 4)?;
+                gpu.launch(
+                    module.func("buf_final_raw"),
+                    block_grid(&geo),
+                    BLOCK_CTA,
+                    &mut kernel_args![input, labels, forest, geo, count],
+                )?;
+            }
+            Numbering::Canonical => canonical::run(gpu, module, job, bufs)?,
+        }
+    }
+    Ok(())
+}
+
+/// Queues the unions and the flatten: afterwards every block's slot points at its root in at
+/// most two steps (the analysis starts from here).
+pub(crate) fn build_forest(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
+    let geo = Geo::new(job);
+    let (input, forest) = (bufs.input, bufs.forest);
     let (rows, cols) = (bufs.border_rows, bufs.border_cols);
     let (wrap_x, wrap_y) = (job.boundary.wraps_x() as u32, job.boundary.wraps_y() as u32);
     let tiles_x = geo.wb.div_ceil(TILE);
@@ -91,18 +115,6 @@ pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Resu
                 (32, 8, 1),
                 &mut kernel_args![forest, geo, mode],
             )?;
-        }
-        match job.numbering {
-            Numbering::Raw => {
-                gpu.memset_zero(count, 4)?;
-                gpu.launch(
-                    module.func("buf_final_raw"),
-                    block_grid(&geo),
-                    BLOCK_CTA,
-                    &mut kernel_args![input, labels, forest, geo, count],
-                )?;
-            }
-            Numbering::Canonical => canonical::run(gpu, module, job, bufs)?,
         }
     }
     Ok(())

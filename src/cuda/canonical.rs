@@ -62,9 +62,26 @@ pub(crate) const BLOCK_CTA: (u32, u32, u32) = (32, 8, 1);
 /// Queues canonical numbering of the forest `bufs.forest` into `bufs.labels`; the count goes to
 /// `bufs.count`.
 pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
+    rank(gpu, module, job, bufs)?;
+    let geo = Geo::new(job);
+    let (input, labels, forest) = (bufs.input, bufs.labels, bufs.forest);
+    // SAFETY: as in `rank`; `labels` holds the job's sites.
+    unsafe {
+        gpu.launch(
+            module.func("canon_final"),
+            block_grid(&geo),
+            BLOCK_CTA,
+            &mut kernel_args![input, labels, forest, geo],
+        )
+    }
+}
+
+/// Queues the ranking of the roots: each root's slot gets `FLAG | label - 1`, the count goes to
+/// `bufs.count`; no label is written.
+pub(crate) fn rank(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
     let geo = Geo::new(job);
     let nseg = segments(job.sites());
-    let (input, labels, forest) = (bufs.input, bufs.labels, bufs.forest);
+    let (input, forest) = (bufs.input, bufs.forest);
     let (counts, count) = (bufs.counts, bufs.count);
     let nseg32 = nseg as u32;
     // SAFETY: the arguments match the kernels' parameters; `input` and `labels` hold the job's
@@ -87,12 +104,6 @@ pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Resu
             (nseg32, 1, 1),
             (256, 1, 1),
             &mut kernel_args![input, forest, geo, counts],
-        )?;
-        gpu.launch(
-            module.func("canon_final"),
-            block_grid(&geo),
-            BLOCK_CTA,
-            &mut kernel_args![input, labels, forest, geo],
         )?;
     }
     Ok(())

@@ -20,6 +20,8 @@ const LABEL_EQUIVALENCE: &str = include_str!("../../kernels/label_equivalence.cu
 const BLOCK_UNION_FIND: &str = include_str!("../../kernels/block_union_find.cu");
 const TILE_MERGE: &str = include_str!("../../kernels/tile_merge.cu");
 const HA4: &str = include_str!("../../kernels/ha4.cu");
+/// Cluster analysis on the block forest, compiled into the block union-find module.
+const ANALYSIS: &str = include_str!("../../kernels/analysis.cu");
 
 /// Kernels of `canonical.cu`, present in every module.
 const CANONICAL_KERNELS: [&str; 4] = ["canon_count", "canon_scan", "canon_rank", "canon_final"];
@@ -147,6 +149,10 @@ impl Family {
                 "buf_wrap",
                 "buf_flatten",
                 "buf_final_raw",
+                "ana_zero",
+                "ana_runs",
+                "ana_border",
+                "ana_hist",
             ],
             Family::TileMerge => &["tm_local", "tm_merge", "tm_wrap", "tm_final"],
             Family::Ha4 => &["ha4_strip", "ha4_border", "ha4_wrap", "ha4_relabel"],
@@ -196,10 +202,16 @@ impl ModuleKey {
     fn source(&self) -> String {
         let (bw, bh) = self.block_shape();
         let (file, body) = self.family.file();
+        // The analysis kernels read the block forest.
+        let extra = if self.family == Family::BlockUnionFind {
+            format!("#line 1 \"analysis.cu\"\n{ANALYSIS}\n")
+        } else {
+            String::new()
+        };
         format!(
             "#define SITE_T {}\n#define CONN8 {}\n#define SEGMENTS {}\n#define BW {bw}\n#define BH {bh}\n\
              #line 1 \"common.cuh\"\n{COMMON}\n#line 1 \"canonical.cu\"\n{CANONICAL}\n\
-             #line 1 \"{file}\"\n{body}\n",
+             #line 1 \"{file}\"\n{body}\n{extra}",
             self.site.c_name(),
             self.conn8 as u32,
             self.segments as u32,

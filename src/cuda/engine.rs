@@ -193,8 +193,64 @@ impl Engine {
             self.check(job)?;
             self.gpu.bind()?;
         }
+        let bufs = self.buffers(job, input, labels);
+        if job.sites() == 0 {
+            return self.gpu.memset_zero(bufs.count, 4);
+        }
+        let gpu = &self.gpu;
+        let module = gpu
+            .get_module(&key)
+            .ok_or_else(|| Error::Cuda("kernel module missing after preparation".into()))?;
+        match job.family {
+            Family::BlockUnionFind => block_union_find::run(gpu, module, job, &bufs),
+            Family::LabelEquivalence => label_equivalence::run(gpu, module, job, &bufs),
+            Family::TileMerge => tile_merge::run(gpu, module, job, &bufs),
+            Family::Ha4 => ha4::run(gpu, module, job, &bufs),
+        }
+    }
+
+    /// Queues block union-find's unions, flatten and root ranking for `job` (no labels written:
+    /// each root's slot holds `FLAG | label - 1`, the count is on the device) and returns the
+    /// buffers, for the analysis kernels. Prepares the job first when needed.
+    pub(crate) fn run_ranked(&mut self, job: &Job, input: sys::CUdeviceptr) -> Result<Buffers> {
+        if job.family != Family::BlockUnionFind || job.segments {
+            return Err(Error::InvalidArgument(
+                "GPU analysis runs on block union-find's forest of occupancy lattices".into(),
+            ));
+        }
+        let key = job.key();
+        if !self.gpu.has_module(&key) || self.scratch_shortfall(job) > 0 {
+            self.prepare(job)?;
+        } else {
+            self.check(job)?;
+            self.gpu.bind()?;
+        }
+        let bufs = self.buffers(job, input, 0);
+        if job.sites() == 0 {
+            self.gpu.memset_zero(bufs.count, 4)?;
+            return Ok(bufs);
+        }
+        let gpu = &self.gpu;
+        let module = gpu
+            .get_module(&key)
+            .ok_or_else(|| Error::Cuda("kernel module missing after preparation".into()))?;
+        block_union_find::build_forest(gpu, module, job, &bufs)?;
+        canonical::rank(gpu, module, job, &bufs)?;
+        Ok(bufs)
+    }
+
+    /// The module of `job` (compiled by [`Engine::prepare`]).
+    pub(crate) fn module(&self, job: &Job) -> Result<&super::context::Module> {
+        self.gpu
+            .get_module(&job.key())
+            .ok_or_else(|| Error::Cuda("kernel module missing after preparation".into()))
+    }
+
+    /// Where the job's buffers lie in the scratch.
+    fn buffers(&self, job: &Job, input: sys::CUdeviceptr, labels: sys::CUdeviceptr) -> Buffers {
+        let key = job.key();
         let base = self.scratch.ptr;
-        let bufs = Buffers {
+        Buffers {
             input,
             labels,
             count: base,
@@ -208,19 +264,6 @@ impl Engine {
             border_rows: base + ((job.forest_word() + job.forest_words()) * 4) as u64,
             border_cols: base
                 + ((job.forest_word() + job.forest_words() + job.border_words().0) * 4) as u64,
-        };
-        if job.sites() == 0 {
-            return self.gpu.memset_zero(bufs.count, 4);
-        }
-        let gpu = &self.gpu;
-        let module = gpu
-            .get_module(&key)
-            .ok_or_else(|| Error::Cuda("kernel module missing after preparation".into()))?;
-        match job.family {
-            Family::BlockUnionFind => block_union_find::run(gpu, module, job, &bufs),
-            Family::LabelEquivalence => label_equivalence::run(gpu, module, job, &bufs),
-            Family::TileMerge => tile_merge::run(gpu, module, job, &bufs),
-            Family::Ha4 => ha4::run(gpu, module, job, &bufs),
         }
     }
 

@@ -37,6 +37,7 @@
 //! # Ok::<(), clusterlab::Error>(())
 //! ```
 
+pub(crate) mod analysis;
 mod block_union_find;
 mod canonical;
 mod context;
@@ -45,6 +46,7 @@ mod ha4;
 mod label_equivalence;
 mod tile_merge;
 
+pub use crate::analysis::{CudaAnalyzer, PercolatingCluster, SizeCounts};
 pub use cudarc;
 
 use crate::backend::{Input, LabelBackend, Spec};

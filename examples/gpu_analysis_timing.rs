@@ -1,0 +1,181 @@
+//! GPU cluster analysis timings at 16384² site percolation at p_c (or `--size N`): raw labeling
+//! (the reference), the shape table without labels (device part by CUDA events, and the host
+//! part that downloads the pieces and builds the table), the same with the label image, `n_s` +
+//! wrapping flags only, and the full table (`Measures::All`: GPU labels, CPU perimeters), for 4-
+//! and 8-connectivity, torus and open. Medians of `--reps` (20) runs after warm-up.
+//!
+//! `cargo run --release --example gpu_analysis_timing -- [--size N] [--reps R] [--check]`
+//! (`--check` compares each GPU table with the CPU's once).
+
+use anyhow::{bail, Context, Result};
+use clusterlab::cuda::cudarc::driver::sys::CUevent_flags;
+use clusterlab::cuda::{cuda_available, CudaAnalyzer, CudaLabeler, Numbering};
+use clusterlab::generate::percolation;
+use clusterlab::{Analyzer, Backend, Boundary, Connectivity, Measures};
+use std::time::Instant;
+
+const BANDWIDTH: f64 = 4.2e12;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+}
+
+fn main() -> Result<()> {
+    let mut size = 16384usize;
+    let mut reps = 20usize;
+    let mut check = false;
+    let mut args = std::env::args().skip(1);
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--size" => size = args.next().context("--size N")?.parse()?,
+            "--reps" => reps = args.next().context("--reps R")?.parse()?,
+            "--check" => check = true,
+            other => bail!("unknown argument {other}"),
+        }
+    }
+    let info = cuda_available()?;
+    println!("device: {} ({} SMs)", info.name, info.multiprocessors);
+    let p = 0.592746;
+    let lattice = percolation(size, size, p, 1, 2024);
+    let n = size * size;
+    println!("lattice: {size}x{size}, p = {p}; medians of {reps} runs, ms");
+    println!(
+        "{:<4} {:<8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "conn",
+        "boundary",
+        "raw lab",
+        "tab dev",
+        "tab host",
+        "tab+lab",
+        "ns dev",
+        "ns host",
+        "ns wall",
+        "clusters",
+        "floor",
+        "All wall"
+    );
+    for c in [Connectivity::Four, Connectivity::Eight] {
+        for b in [Boundary::Periodic, Boundary::Open] {
+            let mut gpu = CudaAnalyzer::new(0, c, b)?;
+            let stream = gpu.stream().clone();
+            let ctx = stream.context().clone();
+            let input = stream.clone_htod(lattice.as_slice().unwrap())?;
+            let mut labels = stream.alloc_zeros::<u32>(n)?;
+            let ev = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
+            let (e0, e1) = (ev()?, ev()?);
+            // Raw labeling, the reference.
+            let mut raw = CudaLabeler::with_stream(stream.clone(), c, b)?.numbering(Numbering::Raw);
+            raw.prepare::<u8>(size, size)?;
+            let mut times = Vec::new();
+            for i in 0..reps + 3 {
+                e0.record(&stream)?;
+                raw.label_device(&input, size, size, &mut labels)?;
+                e1.record(&stream)?;
+                let t = e0.elapsed_ms(&e1)? as f64;
+                if i >= 3 {
+                    times.push(t);
+                }
+            }
+            let raw_ms = median(times);
+            // Shape table: device part, then host part.
+            let (mut dev, mut host) = (Vec::new(), Vec::new());
+            let mut pieces = 0;
+            for i in 0..reps + 2 {
+                e0.record(&stream)?;
+                gpu.queue_table::<u8, _>(&input, size, size)?;
+                e1.record(&stream)?;
+                let t = e0.elapsed_ms(&e1)? as f64;
+                let w = Instant::now();
+                let table = gpu.finish_table()?;
+                let h = w.elapsed().as_secs_f64() * 1e3;
+                if i >= 2 {
+                    dev.push(t);
+                    host.push(h);
+                }
+                pieces = table.count();
+                if i == 0 && check {
+                    let want = Analyzer::new(c, b)
+                        .measures(Measures::Shape)
+                        .analyze(lattice.view())?;
+                    println!("check {c} {b}: table equal to the CPU's: {}", table == want);
+                }
+            }
+            let (tab_dev, tab_host) = (median(dev), median(host));
+            // With the label image (host arrays in and out: wall time).
+            let mut lab = Vec::new();
+            for i in 0..(reps / 4).max(3) + 1 {
+                let w = Instant::now();
+                let _ = gpu.analyze_labeled(lattice.view())?;
+                if i >= 1 {
+                    lab.push(w.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+            // n_s + flags.
+            let (mut dev, mut host, mut wall) = (Vec::new(), Vec::new(), Vec::new());
+            for i in 0..reps + 2 {
+                let w0 = Instant::now();
+                e0.record(&stream)?;
+                gpu.queue_size_counts::<u8, _>(&input, size, size)?;
+                e1.record(&stream)?;
+                let t = e0.elapsed_ms(&e1)? as f64;
+                let w = Instant::now();
+                let counts = gpu.finish_size_counts()?;
+                let h = w.elapsed().as_secs_f64() * 1e3;
+                let all = w0.elapsed().as_secs_f64() * 1e3;
+                if i >= 2 {
+                    dev.push(t);
+                    host.push(h);
+                    wall.push(all);
+                }
+                if i == 0 {
+                    println!(
+                        "  {c} {b}: {} clusters, largest {}, wraps x/y {}/{}, spans x/y {}/{}",
+                        counts.clusters(),
+                        counts.largest(),
+                        counts.wraps_x(),
+                        counts.wraps_y(),
+                        counts.spans_x(),
+                        counts.spans_y()
+                    );
+                }
+            }
+            // Measures::All through the Analyzer (GPU labels, CPU perimeters): 3 runs.
+            let mut all = Vec::new();
+            let mut an = Analyzer::new(c, b).backend(Backend::Cuda { device: 0 })?;
+            for i in 0..4 {
+                let w = Instant::now();
+                let _ = an.analyze(lattice.view())?;
+                if i >= 1 {
+                    all.push(w.elapsed().as_secs_f64() * 1e3);
+                }
+            }
+            // Bytes the table path must move at least: read the lattice, the forest reads of
+            // the run starts aside, and write + zero the 52-byte accumulators.
+            let floor = (n as f64 + 2.0 * 52.0 * pieces as f64) / BANDWIDTH * 1e3;
+            println!(
+                "{:<4} {:<8} {:>8.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9} {:>9.3} {:>9.1}",
+                c.to_string(),
+                b.to_string(),
+                raw_ms,
+                tab_dev,
+                tab_host,
+                median(lab),
+                median(dev),
+                median(host),
+                median(wall),
+                pieces,
+                floor,
+                median(all)
+            );
+        }
+    }
+    println!(
+        "\nraw lab: raw labeling (CudaLabeler, events). tab dev: forest + ranking + accumulators \
+         (events); tab host: downloads + seam join + table build (wall). tab+lab: host lattice in, \
+         table and labels out (wall). ns dev / ns host / ns wall: n_s + flags, device part \
+         (events), host part, both (wall). All wall: Analyzer with Measures::All on the CUDA \
+         backend (GPU labels, CPU perimeters), host lattice in."
+    );
+    Ok(())
+}

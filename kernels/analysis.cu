@@ -1,0 +1,268 @@
+// Cluster analysis on the block union-find forest (HA4's section IV-D idea: features are taken
+// run by run from the occupancy bit masks and added into the clusters' accumulators with
+// atomics, no pass over a label image).
+//
+// Compiled into the block union-find module, after canonical.cu. The host runs the unions and
+// the flatten with open boundaries, then canon_count / canon_scan / canon_rank, so that every
+// root's slot holds FLAG | label - 1 (labels 1..=n in raster order of the pieces' first sites,
+// the CPU's open-boundary numbering). Then:
+//   ana_zero    clears the accumulators of the n pieces (n read on the device).
+//   ana_runs    one warp per 32 sites of a row: a ballot gives the occupied lanes, each run start
+//               finds its piece's label (one find, at most two steps after the flatten), the
+//               label is broadcast along the run, lanes with equal labels are grouped
+//               (__match_any_sync) and each group's leader adds the group's sums with atomics:
+//               one set of atomics per (piece, 32-site chunk). Optionally writes the labels.
+//   ana_border  the pieces of the lattice's four edges (label, size, bounding box), for the
+//               host's displacement-tracking join across the periodic seams.
+//   ana_hist    the size histogram (exact sizes up to HIST_CAP, larger ones and spanning ones
+//               listed) of the pieces that touch no periodic seam, device-resident.
+//
+// Accumulators are structure-of-arrays over pieces; minima are stored complemented (~v) so that
+// every array starts at zero and takes atomicMax. Sums are exact 64-bit integers (the host checks
+// that they cannot overflow).
+
+#define HIST_CAP 1024
+
+struct Acc {
+    u32* size;
+    u32* xmin_n; // ~x_min
+    u32* xmax;
+    u32* ymin_n; // ~y_min
+    u32* ymax;
+    u64* sx;
+    u64* sy;
+    u64* sxx;
+    u64* syy;
+};
+
+extern "C" __global__ void __launch_bounds__(256)
+ana_zero(const u32* __restrict__ count, Acc a, u32 moments) {
+    const u32 n = *count;
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        a.size[i] = 0;
+        a.xmin_n[i] = 0;
+        a.xmax[i] = 0;
+        a.ymin_n[i] = 0;
+        a.ymax[i] = 0;
+        if (!moments) continue;
+        a.sx[i] = 0;
+        a.sy[i] = 0;
+        a.sxx[i] = 0;
+        a.syy[i] = 0;
+    }
+}
+
+// The label - 1 of the piece holding occupied site (y, x).
+__device__ __forceinline__ u32 piece_of(const site_t* __restrict__ in, const u32* P, const Geo& g,
+                                        u32 y, u32 x) {
+    const u32 r = find_root(P, g, key_of_site(in, g, y, x));
+    return ld_cg(P + block_of(g, r)) & ~FLAG;
+}
+
+// The group's sums (lanes in `grp`, all in row y, columns xc + dx) into piece l.
+__device__ __forceinline__ void add_group(const Acc& a, u32 l, u32 y, u32 xc, u32 cnt, u32 sdx,
+                                          u32 sdx2, u32 mn, u32 mx, bool moments) {
+    atomicAdd(a.size + l, cnt);
+    atomicMax(a.xmin_n + l, ~(xc + mn));
+    atomicMax(a.xmax + l, xc + mx);
+    atomicMax(a.ymin_n + l, ~y);
+    atomicMax(a.ymax + l, y);
+    if (moments) {
+        const u64 c = cnt, x0 = xc, yy = y;
+        atomicAdd(a.sx + l, c * x0 + sdx);
+        atomicAdd(a.sy + l, c * yy);
+        atomicAdd(a.sxx + l, c * x0 * x0 + 2ull * x0 * sdx + sdx2);
+        atomicAdd(a.syy + l, c * yy * yy);
+    }
+}
+
+// A run of the cache's sums into piece l (lane 0 of a warp, at the end of its rows or when the
+// cache changes piece).
+__device__ __forceinline__ void flush_cache(const Acc& a, u32 l, u32 cnt, u32 x0, u32 x1, u32 y0,
+                                            u32 y1, u64 sx, u64 sy, u64 sxx, u64 syy,
+                                            bool moments) {
+    atomicAdd(a.size + l, cnt);
+    atomicMax(a.xmin_n + l, ~x0);
+    atomicMax(a.xmax + l, x1);
+    atomicMax(a.ymin_n + l, ~y0);
+    atomicMax(a.ymax + l, y1);
+    if (moments) {
+        atomicAdd(a.sx + l, sx);
+        atomicAdd(a.sy + l, sy);
+        atomicAdd(a.sxx + l, sxx);
+        atomicAdd(a.syy + l, syy);
+    }
+}
+
+#define ANA_ROWS 32
+#define NO_LABEL 0xffffffffu
+
+// 2-D grid: x over 32-site chunks of a row (one warp each, blockDim.x = 32), y over strips of
+// ANA_ROWS rows (one warp walks its chunk down a strip; blockDim.y warps per CTA, looping beyond
+// 65535 CTA rows). `labels` may be null.
+//
+// Contention: a large cluster covers most chunks, and one set of atomics per chunk and row on
+// its nine words would serialise in L2. So each warp keeps one piece's sums in lane 0's
+// registers (the cache): the group of that piece goes there by shuffles, and the cache takes
+// the largest group's piece when its piece is absent from a row (flushing the old one).
+extern "C" __global__ void __launch_bounds__(256)
+ana_runs(const site_t* __restrict__ in, const u32* P, Geo g, Acc a, u32* labels, u32 moments) {
+    const u32 lane = threadIdx.x;
+    const u32 xc = blockIdx.x * 32;
+    const u32 x = xc + lane;
+    const bool inside = x < g.w;
+    const bool mom = moments != 0;
+    for (u32 ys = (blockIdx.y * blockDim.y + threadIdx.y) * ANA_ROWS; ys < g.h;
+         ys += gridDim.y * blockDim.y * ANA_ROWS) {
+        const u32 yend = min(ys + ANA_ROWS, g.h);
+        // The cache (meaningful in lane 0).
+        u32 c_lab = NO_LABEL, c_cnt = 0, c_x0 = 0xffffffffu, c_x1 = 0, c_y0 = 0, c_y1 = 0;
+        u64 c_sx = 0, c_sy = 0, c_sxx = 0, c_syy = 0;
+        for (u32 y = ys; y < yend; y++) {
+            const u32 idx = y * g.w + x;
+            const bool occ = inside && in[idx] != 0;
+            const u32 ball = __ballot_sync(0xffffffffu, occ);
+            if (ball == 0) {
+                if (labels && inside) labels[idx] = 0;
+                continue;
+            }
+            // Run starts inside this chunk (lane 0 starts one when occupied).
+            const u32 starts = ball & ~(ball << 1);
+            u32 lab = 0;
+            if ((starts >> lane) & 1u) lab = piece_of(in, P, g, y, x);
+            const u32 upto = starts & (0xffffffffu >> (31 - lane));
+            const int src = upto ? 31 - __clz(upto) : 0;
+            const u32 mine = __shfl_sync(0xffffffffu, lab, src);
+            if (labels && inside) labels[idx] = occ ? mine + 1 : 0u;
+#if __CUDA_ARCH__ >= 800
+            u32 cnt = 0, sdx = 0, sdx2 = 0, mn = 0, mx = 0;
+            bool leader = false;
+            if (occ) {
+                const u32 grp = __match_any_sync(ball, mine);
+                cnt = __popc(grp);
+                sdx = __reduce_add_sync(grp, lane);
+                sdx2 = __reduce_add_sync(grp, lane * lane);
+                mn = __reduce_min_sync(grp, lane);
+                mx = __reduce_max_sync(grp, lane);
+                leader = lane == (u32)(__ffs(grp) - 1);
+            }
+            const u32 cl = __shfl_sync(0xffffffffu, c_lab, 0);
+            u32 hit = __ballot_sync(0xffffffffu, leader && mine == cl);
+            if (hit == 0) {
+                // The largest group takes the cache.
+                const u32 best = __reduce_max_sync(0xffffffffu, leader ? (cnt << 5) | lane : 0u);
+                if ((best >> 5) >= 4) {
+                    const u32 b = best & 31u;
+                    const u32 nl = __shfl_sync(0xffffffffu, mine, b);
+                    if (lane == 0) {
+                        if (c_lab != NO_LABEL) {
+                            flush_cache(a, c_lab, c_cnt, c_x0, c_x1, c_y0, c_y1, c_sx, c_sy, c_sxx,
+                                        c_syy, mom);
+                        }
+                        c_lab = nl;
+                        c_cnt = 0;
+                        c_x0 = 0xffffffffu;
+                        c_x1 = 0;
+                        c_y0 = y;
+                        c_sx = c_sy = c_sxx = c_syy = 0;
+                    }
+                    hit = 1u << b;
+                }
+            }
+            if (hit) {
+                const u32 h = __ffs(hit) - 1;
+                const u32 vc = __shfl_sync(0xffffffffu, cnt, h);
+                const u32 vs = __shfl_sync(0xffffffffu, sdx, h);
+                const u32 vs2 = __shfl_sync(0xffffffffu, sdx2, h);
+                const u32 vmn = __shfl_sync(0xffffffffu, mn, h);
+                const u32 vmx = __shfl_sync(0xffffffffu, mx, h);
+                if (lane == 0) {
+                    const u64 c = vc, x0 = xc, yy = y;
+                    c_cnt += vc;
+                    c_x0 = min(c_x0, xc + vmn);
+                    c_x1 = max(c_x1, xc + vmx);
+                    c_y1 = y;
+                    if (mom) {
+                        c_sx += c * x0 + vs;
+                        c_sy += c * yy;
+                        c_sxx += c * x0 * x0 + 2ull * x0 * vs + vs2;
+                        c_syy += c * yy * yy;
+                    }
+                }
+            }
+            if (leader && !((hit >> lane) & 1u)) {
+                add_group(a, mine, y, xc, cnt, sdx, sdx2, mn, mx, mom);
+            }
+#else
+            // Older devices: one set of atomics per site.
+            if (occ) add_group(a, mine, y, xc, 1, lane, lane * lane, lane, lane, mom);
+#endif
+        }
+        if (lane == 0 && c_lab != NO_LABEL) {
+            flush_cache(a, c_lab, c_cnt, c_x0, c_x1, c_y0, c_y1, c_sx, c_sy, c_sxx, c_syy, mom);
+        }
+    }
+}
+
+// Per edge site i: rows 0 and h - 1 (i < 2w), then columns 0 and w - 1 (i < 2w + 2h); writes six
+// words: label (0 when empty), size, x_min, x_max, y_min, y_max of its piece.
+extern "C" __global__ void __launch_bounds__(256)
+ana_border(const site_t* __restrict__ in, const u32* P, Geo g, Acc a, u32* out) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 2 * (g.w + g.h)) return;
+    u32 y, x;
+    if (i < 2 * g.w) {
+        y = i < g.w ? 0 : g.h - 1;
+        x = i < g.w ? i : i - g.w;
+    } else {
+        const u32 j = i - 2 * g.w;
+        x = j < g.h ? 0 : g.w - 1;
+        y = j < g.h ? j : j - g.h;
+    }
+    u32* o = out + 6 * i;
+    if (!occ_at(in, y * g.w + x)) {
+        o[0] = 0;
+        return;
+    }
+    const u32 l = piece_of(in, P, g, y, x);
+    o[0] = l + 1;
+    o[1] = a.size[l];
+    o[2] = ~a.xmin_n[l];
+    o[3] = a.xmax[l];
+    o[4] = ~a.ymin_n[l];
+    o[5] = a.ymax[l];
+}
+
+// Histogram of the sizes of the pieces that touch no periodic seam (those are whole clusters):
+// hist[s] for s <= HIST_CAP; larger or spanning ones go to `tail` as (size, span bits: 1 = x,
+// 2 = y) pairs, *tail_n counting them (entries beyond tail_cap are dropped; the host checks).
+extern "C" __global__ void __launch_bounds__(256)
+ana_hist(const u32* __restrict__ count, Acc a, Geo g, u32 wrap_x, u32 wrap_y, u32* hist,
+         u32* tail, u32 tail_cap, u32* tail_n) {
+    __shared__ u32 sh[HIST_CAP + 1];
+    for (u32 i = threadIdx.x; i <= HIST_CAP; i += blockDim.x) sh[i] = 0;
+    __syncthreads();
+    const u32 n = *count;
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
+        const u32 x0 = ~a.xmin_n[i], x1 = a.xmax[i];
+        const u32 y0 = ~a.ymin_n[i], y1 = a.ymax[i];
+        const bool on_x = x0 == 0 || x1 == g.w - 1;
+        const bool on_y = y0 == 0 || y1 == g.h - 1;
+        if ((wrap_x && on_x) || (wrap_y && on_y)) continue;
+        const u32 span = ((x0 == 0 && x1 == g.w - 1) ? 1u : 0u) | ((y0 == 0 && y1 == g.h - 1) ? 2u : 0u);
+        const u32 s = a.size[i];
+        if (span || s > HIST_CAP) {
+            const u32 t = atomicAdd(tail_n, 1u);
+            if (t < tail_cap) {
+                tail[2 * t] = s;
+                tail[2 * t + 1] = span;
+            }
+        } else {
+            atomicAdd(sh + s, 1u);
+        }
+    }
+    __syncthreads();
+    for (u32 i = threadIdx.x; i <= HIST_CAP; i += blockDim.x) {
+        if (sh[i]) atomicAdd(hist + i, sh[i]);
+    }
+}

@@ -1,0 +1,581 @@
+//! Cluster analysis on an NVIDIA GPU (feature `cuda`): [`CudaAnalyzer`].
+//!
+//! The lattice is labeled with open boundaries by block union-find (the GPU fast path), the
+//! forest's roots are ranked in raster order (the CPU's piece numbering), and one kernel walks
+//! the rows 32 sites per warp: each run start finds its piece, lanes of one piece are grouped and
+//! their exact integer sums (size, bounding box, `Σx`, `Σy`, `Σx²`, `Σy²`) go into the piece's
+//! accumulators with one set of atomics per piece and 32-site chunk (HA4's features at segment
+//! starts, after Hennequin et al.). No label image is written unless asked for.
+//!
+//! Periodic axes: the pieces are joined across the seams on the host by the same
+//! displacement-tracking union-find as the CPU's, fed only with the labels of the `2(h + w)` edge
+//! sites, and their sums are merged with the shifts it finds; so the table is identical to the
+//! CPU's, including unwrapped coordinates and winding-based wrapping.
+//!
+//! [`CudaAnalyzer::size_counts`] skips the table: a device-resident histogram of the sizes of
+//! the pieces off the periodic seams (exact up to 1024 sites, larger and spanning ones listed),
+//! plus the seam pieces joined on the host, gives `n_s` and the wrapping / spanning flags.
+//!
+//! Only [`Measures::Shape`] is computed on the GPU. [`crate::Analyzer`] with a CUDA backend and
+//! [`Measures::All`] labels on the GPU and measures the perimeters and filled areas on the CPU.
+
+use super::scan::Moments;
+use super::table::Builder;
+use super::wrapping::{Joined, WRAP_X, WRAP_Y};
+use super::{ClusterTable, Measures};
+use crate::cuda::analysis::{DeviceAnalysis, BORDER_WORDS, HIST_CAP};
+use crate::cuda::cudarc::driver::{result as dres, CudaStream, DevicePtr};
+use crate::lattice::{check_size, Boundary, Connectivity, SiteValue};
+use crate::{Error, Labels, Result};
+use ndarray::{Array2, ArrayView2};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+/// What the last queued run will give.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Pending {
+    Table { labels: bool },
+    Counts,
+}
+
+/// A GPU cluster-analysis plan (feature `cuda`): connectivity and boundary, with its device,
+/// stream, kernels and buffers kept between calls. Occupancy lattices (nonzero = occupied),
+/// [`Measures::Shape`] columns, tables identical to the CPU's [`crate::Analyzer`].
+///
+/// ```no_run
+/// use clusterlab::cuda::CudaAnalyzer;
+/// use clusterlab::{Boundary, Connectivity};
+/// use ndarray::Array2;
+///
+/// let mut gpu = CudaAnalyzer::new(0, Connectivity::Four, Boundary::Periodic)?;
+/// let lattice = Array2::<u8>::ones((512, 512));
+/// let table = gpu.analyze(lattice.view())?;
+/// assert!(table.wraps_x[0] && table.wraps_y[0]);
+/// let counts = gpu.size_counts(lattice.view())?;
+/// assert_eq!(counts.counts, vec![(512 * 512, 1)]);
+/// # Ok::<(), clusterlab::Error>(())
+/// ```
+///
+/// Device memory: the forest and scratch of block union-find, 52 bytes per union-find block
+/// (per 2×1 sites with 4-connectivity, 2×2 with 8) for the accumulators, the staged input for
+/// host lattices and, when labels are asked for, 4 bytes per site.
+pub struct CudaAnalyzer {
+    dev: DeviceAnalysis,
+    pending: Option<Pending>,
+    joined: Joined,
+    sums: Vec<super::table::Sums>,
+    staging: Vec<u8>,
+}
+
+/// Index of edge site `(y, x)` in `ana_border`'s output.
+fn edge_index((h, w): (usize, usize), (y, x): (usize, usize)) -> usize {
+    if y == 0 {
+        x
+    } else if y == h - 1 {
+        w + x
+    } else if x == 0 {
+        2 * w + y
+    } else {
+        2 * w + h + y
+    }
+}
+
+impl CudaAnalyzer {
+    /// An analyzer on GPU `device` with a stream of its own.
+    ///
+    /// # Errors
+    /// [`Error::CudaUnavailable`] when the driver, NVRTC or the device is missing (never a
+    /// panic), [`Error::Cuda`] when the driver fails.
+    pub fn new(device: usize, connectivity: Connectivity, boundary: Boundary) -> Result<Self> {
+        Ok(CudaAnalyzer {
+            dev: DeviceAnalysis::new(device, connectivity, boundary)?,
+            pending: None,
+            joined: Joined::default(),
+            sums: Vec::new(),
+            staging: Vec::new(),
+        })
+    }
+
+    /// The stream the analyzer queues its work on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.dev.gpu().stream
+    }
+
+    /// The neighbourhood.
+    pub fn connectivity(&self) -> Connectivity {
+        self.dev.connectivity
+    }
+
+    /// The boundary.
+    pub fn boundary(&self) -> Boundary {
+        self.dev.boundary
+    }
+
+    /// Copies a host lattice to the device's input buffer.
+    fn upload<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>, labels: bool) -> Result<()> {
+        let (h, w) = lattice.dim();
+        check_size(h, w)?;
+        let job = self.dev.job::<T>(h, w)?;
+        self.dev.prepare(&job, labels, true)?;
+        let n = h * w;
+        if n == 0 {
+            return Ok(());
+        }
+        let bytes = n * std::mem::size_of::<T>();
+        self.staging.resize(bytes, 0);
+        // SAFETY: `staging` holds `bytes` bytes, exactly `n` values of the plain integer `T`.
+        let dst: &mut [T] =
+            unsafe { std::slice::from_raw_parts_mut(self.staging.as_mut_ptr().cast::<T>(), n) };
+        match lattice.as_slice() {
+            Some(s) => dst.copy_from_slice(s),
+            None => dst
+                .iter_mut()
+                .zip(lattice.iter())
+                .for_each(|(d, &s)| *d = s),
+        }
+        let gpu = self.dev.gpu();
+        // SAFETY: the device input holds at least `bytes` bytes; the stream is synchronised
+        // before `staging` can change.
+        unsafe {
+            dres::memcpy_htod_async(
+                self.dev.input.ptr,
+                &self.staging[..],
+                gpu.stream.cu_stream(),
+            )
+            .map_err(|e| Error::Cuda(format!("copying the lattice to the GPU: {e:?}")))?;
+        }
+        gpu.sync()
+    }
+
+    /// The [`Measures::Shape`] table of a host lattice (no label image is written).
+    ///
+    /// # Errors
+    /// [`Error::TooManySites`], [`Error::InvalidArgument`] for lattices of 2^31 sites or more
+    /// (or whose sums of squares could overflow 64 bits), [`Error::OutOfDeviceMemory`],
+    /// [`Error::KernelCompile`], [`Error::Cuda`].
+    pub fn analyze<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<ClusterTable> {
+        self.upload(lattice, false)?;
+        let (h, w) = lattice.dim();
+        self.queue_ptr::<T>(self.dev.input.ptr, h, w, Pending::Table { labels: false })?;
+        self.finish_table()
+    }
+
+    /// The [`Measures::Shape`] table and the labels (`1..=n` in raster order, as the CPU's) of
+    /// a host lattice.
+    ///
+    /// # Errors
+    /// As [`CudaAnalyzer::analyze`].
+    pub fn analyze_labeled<T: SiteValue>(
+        &mut self,
+        lattice: ArrayView2<'_, T>,
+    ) -> Result<(ClusterTable, Labels)> {
+        self.upload(lattice, true)?;
+        let (h, w) = lattice.dim();
+        self.queue_ptr::<T>(self.dev.input.ptr, h, w, Pending::Table { labels: true })?;
+        let table = self.finish_table()?;
+        let n = h * w;
+        let mut flat = if n == 0 {
+            Vec::new()
+        } else {
+            self.dev.labels(n)?
+        };
+        if self.dev.boundary != Boundary::Open && n > 0 {
+            let map = &self.joined.map;
+            flat.par_chunks_mut(w.max(1)).for_each(|row| {
+                for v in row {
+                    *v = map[*v as usize];
+                }
+            });
+        }
+        let array = Array2::from_shape_vec((h, w), flat)
+            .map_err(|e| Error::InvalidArgument(format!("label array: {e}")))?;
+        let count = table.count();
+        Ok((table, Labels { array, count }))
+    }
+
+    /// `n_s` and the wrapping / spanning flags of a host lattice, without a table.
+    ///
+    /// # Errors
+    /// As [`CudaAnalyzer::analyze`].
+    pub fn size_counts<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<SizeCounts> {
+        self.upload(lattice, false)?;
+        let (h, w) = lattice.dim();
+        self.queue_ptr::<T>(self.dev.input.ptr, h, w, Pending::Counts)?;
+        self.finish_size_counts()
+    }
+
+    /// Queues the analysis of a `height × width` lattice already on this analyzer's device
+    /// (row-major) and returns without waiting; [`CudaAnalyzer::finish_table`] waits and builds
+    /// the table. Until then everything stays on the device (the pieces' accumulators), so the
+    /// caller can time the device work with events on [`CudaAnalyzer::stream`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when the buffer does not hold `height * width` sites, and as
+    /// [`CudaAnalyzer::analyze`].
+    pub fn queue_table<T: SiteValue, I: DevicePtr<T>>(
+        &mut self,
+        input: &I,
+        height: usize,
+        width: usize,
+    ) -> Result<()> {
+        let ptr = self.device_input(input, height, width)?;
+        self.queue_ptr::<T>(ptr, height, width, Pending::Table { labels: false })
+    }
+
+    /// Queues `n_s` and the flags for a lattice on the device (see
+    /// [`CudaAnalyzer::queue_table`]); [`CudaAnalyzer::finish_size_counts`] collects them.
+    ///
+    /// # Errors
+    /// As [`CudaAnalyzer::queue_table`].
+    pub fn queue_size_counts<T: SiteValue, I: DevicePtr<T>>(
+        &mut self,
+        input: &I,
+        height: usize,
+        width: usize,
+    ) -> Result<()> {
+        let ptr = self.device_input(input, height, width)?;
+        self.queue_ptr::<T>(ptr, height, width, Pending::Counts)
+    }
+
+    fn device_input<T: SiteValue, I: DevicePtr<T>>(
+        &mut self,
+        input: &I,
+        height: usize,
+        width: usize,
+    ) -> Result<u64> {
+        check_size(height, width)?;
+        if input.len() != height * width {
+            return Err(Error::InvalidArgument(format!(
+                "a {height}×{width} lattice needs {} sites, got a buffer of {}",
+                height * width,
+                input.len()
+            )));
+        }
+        let stream = self.dev.gpu().stream.clone();
+        let (ptr, _sync) = input.device_ptr(&stream);
+        Ok(ptr)
+    }
+
+    fn queue_ptr<T: SiteValue>(
+        &mut self,
+        input: u64,
+        h: usize,
+        w: usize,
+        what: Pending,
+    ) -> Result<()> {
+        let job = self.dev.job::<T>(h, w)?;
+        let periodic = self.dev.boundary != Boundary::Open;
+        let labels = match what {
+            Pending::Table { labels: true } => {
+                self.dev.prepare(&job, true, false)?;
+                self.dev.labels.ptr
+            }
+            _ => 0,
+        };
+        let table = matches!(what, Pending::Table { .. });
+        self.dev
+            .queue(&job, input, labels, table, periodic, !table)?;
+        self.pending = Some(what);
+        Ok(())
+    }
+
+    fn take_pending(&mut self, want_table: bool) -> Result<()> {
+        match self.pending.take() {
+            Some(Pending::Table { .. }) if want_table => Ok(()),
+            Some(Pending::Counts) if !want_table => Ok(()),
+            _ => Err(Error::InvalidArgument(
+                "nothing of that kind was queued on this analyzer".into(),
+            )),
+        }
+    }
+
+    /// Waits for the analysis queued by [`CudaAnalyzer::queue_table`] and builds its table.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when no table was queued, [`Error::Cuda`] when the kernels or
+    /// the copies failed.
+    pub fn finish_table(&mut self) -> Result<ClusterTable> {
+        self.take_pending(true)?;
+        let job = self
+            .dev
+            .job
+            .ok_or_else(|| Error::InvalidArgument("nothing queued".into()))?;
+        let (h, w) = (job.height, job.width);
+        let (connectivity, boundary) = (self.dev.connectivity, self.dev.boundary);
+        if h == 0 || w == 0 {
+            return Ok(ClusterTable::empty(
+                (h, w),
+                connectivity,
+                boundary,
+                false,
+                Measures::Shape,
+            ));
+        }
+        let np = self.dev.count()?;
+        let p = self.dev.pieces(np, true)?;
+        let moments = |i: usize| {
+            Moments::from_parts(
+                p.size[i],
+                (p.x_min[i], p.x_max[i], p.y_min[i], p.y_max[i]),
+                p.sx[i],
+                p.sy[i],
+                p.sxx[i],
+                p.syy[i],
+            )
+        };
+        let sums = std::mem::take(&mut self.sums);
+        let table = if boundary != Boundary::Open {
+            let b = self.dev.border()?;
+            let at = |s: (usize, usize)| b[BORDER_WORDS * edge_index((h, w), s)];
+            self.joined
+                .join_edges((h, w), np, connectivity, boundary, at);
+            let count = self.joined.count;
+            let mut builder = Builder::new(
+                (h, w),
+                connectivity,
+                boundary,
+                false,
+                Measures::Shape,
+                count,
+                sums,
+            );
+            for c in 1..=count {
+                builder.set_wraps(c as u32, self.joined.wraps[c]);
+            }
+            for i in 0..np {
+                builder.add_piece(
+                    self.joined.map[i + 1],
+                    &moments(i),
+                    self.joined.shift[i + 1],
+                );
+            }
+            builder.finish(true, None, &mut self.sums)
+        } else {
+            self.joined.map.clear();
+            let mut builder = Builder::new(
+                (h, w),
+                connectivity,
+                boundary,
+                false,
+                Measures::Shape,
+                np,
+                sums,
+            );
+            for i in 0..np {
+                builder.add_piece(i as u32 + 1, &moments(i), [0, 0]);
+            }
+            builder.finish(true, None, &mut self.sums)
+        };
+        Ok(table)
+    }
+
+    /// Waits for the work queued by [`CudaAnalyzer::queue_size_counts`] and collects `n_s` and
+    /// the flags: the histogram (about 4 KiB), the listed large or spanning clusters and, on
+    /// periodic lattices, the edge sites' pieces, which are joined here.
+    ///
+    /// # Errors
+    /// As [`CudaAnalyzer::finish_table`].
+    pub fn finish_size_counts(&mut self) -> Result<SizeCounts> {
+        self.take_pending(false)?;
+        let job = self
+            .dev
+            .job
+            .ok_or_else(|| Error::InvalidArgument("nothing queued".into()))?;
+        let (h, w) = (job.height, job.width);
+        let mut out = SizeCounts {
+            shape: (h, w),
+            ..SizeCounts::default()
+        };
+        if h == 0 || w == 0 {
+            return Ok(out);
+        }
+        let (hist, tail) = self.dev.histogram()?;
+        let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
+        for (s, &c) in hist.iter().enumerate().take(HIST_CAP + 1).skip(1) {
+            if c > 0 {
+                counts.insert(s as u64, u64::from(c));
+            }
+        }
+        for pair in tail.chunks_exact(2) {
+            let s = u64::from(pair[0]);
+            *counts.entry(s).or_insert(0) += 1;
+            if pair[1] != 0 {
+                out.percolating.push(PercolatingCluster {
+                    size: s,
+                    wraps_x: false,
+                    wraps_y: false,
+                    spans_x: pair[1] & 1 != 0,
+                    spans_y: pair[1] & 2 != 0,
+                });
+            }
+        }
+        let boundary = self.dev.boundary;
+        let (wx, wy) = (boundary.wraps_x(), boundary.wraps_y());
+        if wx || wy {
+            // The pieces on the seams, numbered densely.
+            let b = self.dev.border()?;
+            let on_seam = |e: &[u32]| {
+                e[0] != 0
+                    && ((wx && (e[2] == 0 || e[3] as usize == w - 1))
+                        || (wy && (e[4] == 0 || e[5] as usize == h - 1)))
+            };
+            let mut labels: Vec<u32> = b
+                .chunks_exact(BORDER_WORDS)
+                .filter(|e| on_seam(e))
+                .map(|e| e[0])
+                .collect();
+            labels.sort_unstable();
+            labels.dedup();
+            let k = labels.len();
+            let node = |l: u32| labels.binary_search(&l).map_or(0, |i| i as u32 + 1);
+            // [size, x_min, x_max, y_min, y_max] per node.
+            let mut info = vec![[0u32; 5]; k + 1];
+            for e in b.chunks_exact(BORDER_WORDS).filter(|e| on_seam(e)) {
+                info[node(e[0]) as usize].copy_from_slice(&e[1..6]);
+            }
+            let at = |s: (usize, usize)| {
+                let e = &b[BORDER_WORDS * edge_index((h, w), s)..][..BORDER_WORDS];
+                if on_seam(e) {
+                    node(e[0])
+                } else {
+                    0
+                }
+            };
+            self.joined
+                .join_edges((h, w), k, self.dev.connectivity, boundary, at);
+            let n = self.joined.count;
+            let mut merged = vec![(0u64, u32::MAX, 0u32, u32::MAX, 0u32); n + 1];
+            for (i, inf) in info.iter().enumerate().skip(1) {
+                let m = &mut merged[self.joined.map[i] as usize];
+                m.0 += u64::from(inf[0]);
+                m.1 = m.1.min(inf[1]);
+                m.2 = m.2.max(inf[2]);
+                m.3 = m.3.min(inf[3]);
+                m.4 = m.4.max(inf[4]);
+            }
+            for (c, m) in merged.iter().enumerate().skip(1) {
+                *counts.entry(m.0).or_insert(0) += 1;
+                let bits = self.joined.wraps[c];
+                let p = PercolatingCluster {
+                    size: m.0,
+                    wraps_x: bits & WRAP_X != 0,
+                    wraps_y: bits & WRAP_Y != 0,
+                    spans_x: !wx && m.1 == 0 && m.2 as usize == w - 1,
+                    spans_y: !wy && m.3 == 0 && m.4 as usize == h - 1,
+                };
+                if p.wraps_x || p.wraps_y || p.spans_x || p.spans_y {
+                    out.percolating.push(p);
+                }
+            }
+        }
+        out.counts = counts.into_iter().collect();
+        Ok(out)
+    }
+}
+
+/// A cluster that wraps (periodic axis) or spans (open axis), from [`SizeCounts`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct PercolatingCluster {
+    /// Sites.
+    pub size: u64,
+    /// Wraps around the periodic `x` axis (by winding).
+    pub wraps_x: bool,
+    /// Wraps around the periodic `y` axis.
+    pub wraps_y: bool,
+    /// Touches columns 0 and `w − 1` of an open `x` axis.
+    pub spans_x: bool,
+    /// Touches rows 0 and `h − 1` of an open `y` axis.
+    pub spans_y: bool,
+}
+
+/// Cluster-size counts and percolation flags without a table ([`CudaAnalyzer::size_counts`]).
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct SizeCounts {
+    /// The lattice's shape `(height, width)`.
+    pub shape: (usize, usize),
+    /// `(s, number of clusters of s sites)` in increasing `s`, every cluster counted.
+    pub counts: Vec<(u64, u64)>,
+    /// The clusters that wrap or span along either axis.
+    pub percolating: Vec<PercolatingCluster>,
+}
+
+impl SizeCounts {
+    /// The number of clusters.
+    pub fn clusters(&self) -> usize {
+        self.counts.iter().map(|&(_, c)| c as usize).sum()
+    }
+
+    /// Sites in clusters.
+    pub fn occupied(&self) -> u64 {
+        self.counts.iter().map(|&(s, c)| s * c).sum()
+    }
+
+    /// The largest cluster's size (0 without clusters).
+    pub fn largest(&self) -> u64 {
+        self.counts.last().map_or(0, |&(s, _)| s)
+    }
+
+    /// Some cluster wraps around `x`.
+    pub fn wraps_x(&self) -> bool {
+        self.percolating.iter().any(|p| p.wraps_x)
+    }
+
+    /// Some cluster wraps around `y`.
+    pub fn wraps_y(&self) -> bool {
+        self.percolating.iter().any(|p| p.wraps_y)
+    }
+
+    /// Some single cluster wraps around both axes.
+    pub fn wraps_both(&self) -> bool {
+        self.percolating.iter().any(|p| p.wraps_x && p.wraps_y)
+    }
+
+    /// Some cluster spans the open `x` axis.
+    pub fn spans_x(&self) -> bool {
+        self.percolating.iter().any(|p| p.spans_x)
+    }
+
+    /// Some cluster spans the open `y` axis.
+    pub fn spans_y(&self) -> bool {
+        self.percolating.iter().any(|p| p.spans_y)
+    }
+
+    /// `n_s` as [`ClusterTable::size_distribution`] gives it: `(s, n_s)` pairs, `n_s` per lattice
+    /// site; with `exclude_percolating`, clusters that wrap or span along either axis are left
+    /// out.
+    pub fn size_distribution(&self, exclude_percolating: bool) -> Vec<(u64, f64)> {
+        let sites = (self.shape.0 * self.shape.1).max(1) as f64;
+        let mut counts: BTreeMap<u64, u64> = self.counts.iter().copied().collect();
+        if exclude_percolating {
+            for p in &self.percolating {
+                if let Some(c) = counts.get_mut(&p.size) {
+                    *c -= 1;
+                }
+            }
+        }
+        counts
+            .into_iter()
+            .filter(|&(_, c)| c > 0)
+            .map(|(s, c)| (s, c as f64 / sites))
+            .collect()
+    }
+
+    /// Mean cluster size `S = Σ′ s² n_s / Σ′ s n_s` over the clusters that do not percolate
+    /// (NaN when none is left), as [`crate::LatticeStats::mean_size`].
+    pub fn mean_size(&self) -> f64 {
+        let (mut s1, mut s2) = (0f64, 0f64);
+        for (s, n) in self.size_distribution(true) {
+            let s = s as f64;
+            s1 += s * n;
+            s2 += s * s * n;
+        }
+        s2 / s1
+    }
+
+    /// `P∞`: the fraction of all sites in percolating clusters.
+    pub fn p_infinity(&self) -> f64 {
+        let sites = (self.shape.0 * self.shape.1).max(1) as f64;
+        self.percolating.iter().map(|p| p.size as f64).sum::<f64>() / sites
+    }
+}

@@ -1,0 +1,324 @@
+//! The device side of GPU cluster analysis (`kernels/analysis.cu`): block union-find's forest
+//! with open boundaries, its roots ranked in raster order, and the pieces' features accumulated
+//! run by run with atomics. [`crate::analysis::CudaAnalyzer`] turns what this queues and
+//! downloads into tables.
+
+use super::canonical::Geo;
+use super::context::{cuda_err, kernel_args, DevBuf, Gpu, SiteType};
+use super::engine::{family_of, Engine, Job};
+use super::Numbering;
+use crate::labeler::Algorithm;
+use crate::lattice::{Boundary, Connectivity};
+use crate::{Error, Result};
+use cudarc::driver::{result as dres, sys};
+
+/// Exact sizes counted by `ana_hist` (`HIST_CAP` in `analysis.cu`).
+pub(crate) const HIST_CAP: usize = 1024;
+/// Rows one warp walks in `ana_runs` (`ANA_ROWS`).
+const ANA_ROWS: u32 = 32;
+/// Words per edge site written by `ana_border`.
+pub(crate) const BORDER_WORDS: usize = 6;
+
+/// The accumulators' device pointers (`struct Acc` in `analysis.cu`).
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+struct Acc {
+    size: u64,
+    xmin_n: u64,
+    xmax: u64,
+    ymin_n: u64,
+    ymax: u64,
+    sx: u64,
+    sy: u64,
+    sxx: u64,
+    syy: u64,
+}
+
+/// Per-piece features downloaded from the device, indexed by label − 1.
+#[derive(Debug, Default)]
+pub(crate) struct PieceArrays {
+    pub size: Vec<u32>,
+    pub x_min: Vec<u32>,
+    pub x_max: Vec<u32>,
+    pub y_min: Vec<u32>,
+    pub y_max: Vec<u32>,
+    pub sx: Vec<u64>,
+    pub sy: Vec<u64>,
+    pub sxx: Vec<u64>,
+    pub syy: Vec<u64>,
+}
+
+/// The engine plus the analysis buffers, grown only.
+pub(crate) struct DeviceAnalysis {
+    pub engine: Engine,
+    pub connectivity: Connectivity,
+    pub boundary: Boundary,
+    /// Host lattices are staged here.
+    pub input: DevBuf,
+    pub labels: DevBuf,
+    acc: DevBuf,
+    /// `ana_border`'s output.
+    border: DevBuf,
+    /// `hist[0..=HIST_CAP]`, then the tail count.
+    hist: DevBuf,
+    tail: DevBuf,
+    tail_cap: usize,
+    /// The job of the last queued run.
+    pub job: Option<Job>,
+}
+
+impl DeviceAnalysis {
+    pub(crate) fn new(
+        device: usize,
+        connectivity: Connectivity,
+        boundary: Boundary,
+    ) -> Result<Self> {
+        let gpu = Gpu::new(device)?;
+        Ok(DeviceAnalysis {
+            input: DevBuf::new(&gpu),
+            labels: DevBuf::new(&gpu),
+            acc: DevBuf::new(&gpu),
+            border: DevBuf::new(&gpu),
+            hist: DevBuf::new(&gpu),
+            tail: DevBuf::new(&gpu),
+            tail_cap: 0,
+            engine: Engine::new(gpu),
+            connectivity,
+            boundary,
+            job: None,
+        })
+    }
+
+    pub(crate) fn gpu(&self) -> &Gpu {
+        &self.engine.gpu
+    }
+
+    /// The job for a `height × width` lattice of `site`s; refuses lattices whose exact 64-bit
+    /// sums of squares could overflow.
+    pub(crate) fn job<T: crate::SiteValue>(&self, height: usize, width: usize) -> Result<Job> {
+        let site = SiteType::of::<T>();
+        let n = (height * width) as u128;
+        let m = height.max(width).saturating_sub(1) as u128;
+        if n * m * m >= 1u128 << 64 {
+            return Err(Error::InvalidArgument(format!(
+                "a {height}×{width} lattice is too large for the GPU analysis's 64-bit sums; use \
+                 the CPU backend"
+            )));
+        }
+        Ok(Job {
+            site,
+            height,
+            width,
+            connectivity: self.connectivity,
+            // Pieces with open boundaries: the host joins them across the seams by winding.
+            boundary: Boundary::Open,
+            segments: false,
+            family: family_of(Algorithm::BlockUnionFind)?,
+            numbering: Numbering::Canonical,
+        })
+    }
+
+    /// Pieces the accumulators must hold at most: one per union-find block (rounded up to an
+    /// even count, so that the 64-bit sums after the five 32-bit arrays are aligned).
+    fn capacity(job: &Job) -> usize {
+        job.blocks().max(1).next_multiple_of(2)
+    }
+
+    fn acc(&self, job: &Job) -> Acc {
+        let cap = Self::capacity(job) as u64;
+        let b = self.acc.ptr;
+        Acc {
+            size: b,
+            xmin_n: b + 4 * cap,
+            xmax: b + 8 * cap,
+            ymin_n: b + 12 * cap,
+            ymax: b + 16 * cap,
+            sx: b + 20 * cap,
+            sy: b + 28 * cap,
+            sxx: b + 36 * cap,
+            syy: b + 44 * cap,
+        }
+    }
+
+    /// Allocates everything the job needs (and compiles its kernels).
+    pub(crate) fn prepare(&mut self, job: &Job, with_labels: bool, host_input: bool) -> Result<()> {
+        self.engine.prepare(job)?;
+        let n = job.sites();
+        // Sums at 8-byte alignment: 5 u32 arrays padded to an even count.
+        self.acc.ensure(Self::capacity(job) * 52)?;
+        self.border
+            .ensure(BORDER_WORDS * 4 * 2 * (job.height + job.width).max(1))?;
+        self.hist.ensure((HIST_CAP + 2) * 4)?;
+        // Clusters listed one by one: larger than HIST_CAP or spanning (at least min(h, w) sites).
+        let tail_cap = n / (HIST_CAP + 1) + n / job.height.min(job.width).max(1) + 1;
+        self.tail.ensure(tail_cap * 8)?;
+        self.tail_cap = tail_cap;
+        if with_labels {
+            self.labels.ensure(n * 4)?;
+        }
+        if host_input {
+            self.input.ensure(n * job.site.size())?;
+        }
+        Ok(())
+    }
+
+    /// Queues the forest, the ranking and the run kernel: the pieces' features end up in the
+    /// accumulators (sums of coordinates only when `moments`), the piece labels in `labels`
+    /// when it is nonzero. With `border`, also the edge sites' pieces; with `hist`, the size
+    /// histogram of the pieces off the periodic seams.
+    pub(crate) fn queue(
+        &mut self,
+        job: &Job,
+        input: sys::CUdeviceptr,
+        labels: sys::CUdeviceptr,
+        moments: bool,
+        border: bool,
+        hist: bool,
+    ) -> Result<()> {
+        let cap = Self::capacity(job);
+        if self.acc.bytes < cap * 52 || (hist && self.hist.bytes == 0) {
+            self.prepare(job, false, false)?;
+        }
+        self.job = Some(*job);
+        let bufs = self.engine.run_ranked(job, input)?;
+        if job.sites() == 0 {
+            return Ok(());
+        }
+        let acc = self.acc(job);
+        let geo = Geo::new(job);
+        let gpu = &self.engine.gpu;
+        let module = self.engine.module(job)?;
+        let count = bufs.count;
+        let sms = gpu.sms.max(1);
+        let moments = u32::from(moments);
+        // SAFETY: the arguments match the kernels' parameters; the accumulators hold one entry
+        // per block (an upper bound on the pieces), `input` the job's sites, `labels` (when
+        // nonzero) as many labels, `border` 6 words per edge site, `hist` HIST_CAP + 2 words and
+        // `tail` 2 · tail_cap words (prepare).
+        unsafe {
+            gpu.launch(
+                module.func("ana_zero"),
+                (sms * 8, 1, 1),
+                (256, 1, 1),
+                &mut kernel_args![count, acc, moments],
+            )?;
+            gpu.launch(
+                module.func("ana_runs"),
+                (
+                    geo.w.div_ceil(32),
+                    geo.h.div_ceil(8 * ANA_ROWS).min(65535),
+                    1,
+                ),
+                (32, 8, 1),
+                &mut kernel_args![input, bufs.forest, geo, acc, labels, moments],
+            )?;
+            if border {
+                let items = 2 * (geo.w + geo.h);
+                let out = self.border.ptr;
+                gpu.launch(
+                    module.func("ana_border"),
+                    (items.div_ceil(256), 1, 1),
+                    (256, 1, 1),
+                    &mut kernel_args![input, bufs.forest, geo, acc, out],
+                )?;
+            }
+            if hist {
+                gpu.memset_zero(self.hist.ptr, (HIST_CAP + 2) * 4)?;
+                let (wrap_x, wrap_y) = (
+                    u32::from(self.boundary.wraps_x()),
+                    u32::from(self.boundary.wraps_y()),
+                );
+                let hist = self.hist.ptr;
+                let tail = self.tail.ptr;
+                let tail_cap = self.tail_cap as u32;
+                let tail_n = hist + (HIST_CAP as u64 + 1) * 4;
+                gpu.launch(
+                    module.func("ana_hist"),
+                    (sms * 4, 1, 1),
+                    (256, 1, 1),
+                    &mut kernel_args![
+                        count, acc, geo, wrap_x, wrap_y, hist, tail, tail_cap, tail_n
+                    ],
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits and returns the piece count of the last queued run.
+    pub(crate) fn count(&mut self) -> Result<usize> {
+        if self.job.map_or(0, |j| j.sites()) == 0 {
+            return Ok(0);
+        }
+        self.engine.count()
+    }
+
+    /// Downloads `len` elements at `src` into a new vector (waits for the stream).
+    fn download<T: Copy + Default>(&self, src: sys::CUdeviceptr, len: usize) -> Result<Vec<T>> {
+        let mut v = vec![T::default(); len];
+        if len > 0 {
+            // SAFETY: `src` holds at least `len` elements of `T`; the copy is complete after the
+            // synchronisation below, before `v` is used or dropped.
+            unsafe {
+                dres::memcpy_dtoh_async(&mut v[..], src, self.engine.gpu.stream.cu_stream())
+                    .map_err(|e| cuda_err("copying analysis results from the GPU", e))?;
+            }
+            self.engine.gpu.sync()?;
+        }
+        Ok(v)
+    }
+
+    /// The features of the `npieces` pieces of the last run.
+    pub(crate) fn pieces(&self, npieces: usize, moments: bool) -> Result<PieceArrays> {
+        let job = self
+            .job
+            .ok_or_else(|| Error::InvalidArgument("nothing was analyzed".into()))?;
+        let a = self.acc(&job);
+        let n = npieces;
+        let mut p = PieceArrays {
+            size: self.download(a.size, n)?,
+            x_min: self.download(a.xmin_n, n)?,
+            x_max: self.download(a.xmax, n)?,
+            y_min: self.download(a.ymin_n, n)?,
+            y_max: self.download(a.ymax, n)?,
+            ..PieceArrays::default()
+        };
+        for v in p.x_min.iter_mut().chain(p.y_min.iter_mut()) {
+            *v = !*v;
+        }
+        if moments {
+            p.sx = self.download(a.sx, n)?;
+            p.sy = self.download(a.sy, n)?;
+            p.sxx = self.download(a.sxx, n)?;
+            p.syy = self.download(a.syy, n)?;
+        }
+        Ok(p)
+    }
+
+    /// `ana_border`'s output: 6 words per edge site (rows 0 and h − 1, then columns 0 and w − 1).
+    pub(crate) fn border(&self) -> Result<Vec<u32>> {
+        let job = self
+            .job
+            .ok_or_else(|| Error::InvalidArgument("nothing was analyzed".into()))?;
+        self.download(self.border.ptr, BORDER_WORDS * 2 * (job.height + job.width))
+    }
+
+    /// The histogram (`hist[s]` for `s <= HIST_CAP`) and the listed `(size, span bits)`.
+    pub(crate) fn histogram(&self) -> Result<(Vec<u32>, Vec<u32>)> {
+        let h: Vec<u32> = self.download(self.hist.ptr, HIST_CAP + 2)?;
+        let tail_n = h[HIST_CAP + 1] as usize;
+        if tail_n > self.tail_cap {
+            return Err(Error::Cuda(format!(
+                "the GPU size histogram listed {tail_n} clusters, more than its {} slots",
+                self.tail_cap
+            )));
+        }
+        let tail = self.download(self.tail.ptr, 2 * tail_n)?;
+        Ok((h, tail))
+    }
+
+    /// The piece labels written by the last run (`n` sites).
+    pub(crate) fn labels(&self, n: usize) -> Result<Vec<u32>> {
+        self.download(self.labels.ptr, n)
+    }
+}

@@ -1,0 +1,240 @@
+//! GPU cluster tables, labels and size counts against the CPU's (which tests/analysis.rs checks
+//! against an independent oracle).
+//!
+//! Every test that needs a GPU is `#[ignore = "needs a CUDA device"]`; run them with
+//! `cargo test --test gpu_analysis -- --ignored --test-threads=1` (libnvrtc on LD_LIBRARY_PATH).
+
+#![cfg(feature = "cuda")]
+
+mod common;
+
+use clusterlab::cuda::{CudaAnalyzer, SizeCounts};
+use clusterlab::{Analyzer, Backend, Boundary, ClusterTable, Connectivity, Measures};
+use common::{checkerboard, random_lattice, rng, spiral, stripes};
+use ndarray::{array, Array2};
+
+const BOUNDARIES: [Boundary; 4] = [
+    Boundary::Open,
+    Boundary::Periodic,
+    Boundary::PeriodicX,
+    Boundary::PeriodicY,
+];
+const CONNECTIVITIES: [Connectivity; 2] = [Connectivity::Four, Connectivity::Eight];
+
+/// GPU analyzers by (connectivity, boundary), created once.
+struct Gpus(Vec<((Connectivity, Boundary), CudaAnalyzer)>);
+
+impl Gpus {
+    fn get(&mut self, c: Connectivity, b: Boundary) -> &mut CudaAnalyzer {
+        if let Some(i) = self.0.iter().position(|(k, _)| *k == (c, b)) {
+            return &mut self.0[i].1;
+        }
+        let a = CudaAnalyzer::new(0, c, b).expect("a CUDA device");
+        self.0.push(((c, b), a));
+        &mut self.0.last_mut().unwrap().1
+    }
+}
+
+/// Which column differs first (for a readable failure).
+fn first_difference(a: &ClusterTable, b: &ClusterTable) -> String {
+    macro_rules! col {
+        ($f:ident) => {
+            if a.$f != b.$f {
+                let i = a.$f.iter().zip(b.$f.iter()).position(|(x, y)| x != y);
+                return format!("column {} differs at row {:?}", stringify!($f), i);
+            }
+        };
+    }
+    if a.count() != b.count() {
+        return format!("{} vs {} clusters", a.count(), b.count());
+    }
+    col!(size);
+    col!(x_min);
+    col!(x_max);
+    col!(y_min);
+    col!(y_max);
+    col!(centroid_x);
+    col!(centroid_y);
+    col!(gyration_radius);
+    col!(wraps_x);
+    col!(wraps_y);
+    col!(spans_x);
+    col!(spans_y);
+    "metadata".into()
+}
+
+/// The GPU's shape table, labels and size counts equal the CPU's for this lattice.
+fn check(gpus: &mut Gpus, lattice: &Array2<u8>, c: Connectivity, b: Boundary) {
+    let what = format!("{:?} {c:?} {b:?}", lattice.dim());
+    let mut cpu = Analyzer::new(c, b).measures(Measures::Shape);
+    let (want, want_labels) = cpu.analyze_labeled(lattice.view()).unwrap();
+    let g = gpus.get(c, b);
+    let got = g.analyze(lattice.view()).unwrap();
+    assert!(got == want, "{what}: {}", first_difference(&got, &want));
+    let (got, labels) = g.analyze_labeled(lattice.view()).unwrap();
+    assert!(
+        got == want,
+        "{what} (labeled): {}",
+        first_difference(&got, &want)
+    );
+    assert_eq!(labels.count(), want_labels.count(), "{what}");
+    assert_eq!(labels.array(), want_labels.array(), "{what}: labels");
+    let counts: SizeCounts = g.size_counts(lattice.view()).unwrap();
+    for exclude in [false, true] {
+        assert_eq!(
+            counts.size_distribution(exclude),
+            want.size_distribution(exclude),
+            "{what}: n_s (exclude percolating: {exclude})"
+        );
+    }
+    let stats = want.stats();
+    assert_eq!(counts.clusters(), stats.clusters, "{what}");
+    assert_eq!(counts.occupied(), stats.occupied, "{what}");
+    assert_eq!(counts.largest(), stats.largest, "{what}");
+    assert_eq!(counts.wraps_x(), stats.wraps_x, "{what}: wraps_x");
+    assert_eq!(counts.wraps_y(), stats.wraps_y, "{what}: wraps_y");
+    assert_eq!(counts.wraps_both(), stats.wraps_both, "{what}: wraps_both");
+    assert_eq!(counts.spans_x(), stats.spans_x, "{what}: spans_x");
+    assert_eq!(counts.spans_y(), stats.spans_y, "{what}: spans_y");
+    let close = |a: f64, b: f64| (a.is_nan() && b.is_nan()) || (a - b).abs() <= 1e-9 * b.abs();
+    assert!(close(counts.p_infinity(), stats.p_infinity), "{what}: P∞");
+    assert!(close(counts.mean_size(), stats.mean_size), "{what}: S");
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn random_lattices_match_the_cpu() {
+    let mut gpus = Gpus(Vec::new());
+    let mut r = rng(5);
+    let shapes = [
+        (1, 1),
+        (1, 2),
+        (2, 1),
+        (1, 37),
+        (37, 1),
+        (2, 2),
+        (3, 3),
+        (5, 7),
+        (31, 31),
+        (32, 32),
+        (33, 33),
+        (63, 65),
+        (64, 64),
+        (65, 63),
+        (17, 200),
+        (200, 17),
+        (100, 129),
+        (257, 255),
+    ];
+    let mut cases = 0;
+    for &(h, w) in &shapes {
+        for p in [0.0, 0.2, 0.45, 0.5927, 0.7, 0.9, 1.0] {
+            let lattice = random_lattice(h, w, p, &mut r);
+            for c in CONNECTIVITIES {
+                for b in BOUNDARIES {
+                    check(&mut gpus, &lattice, c, b);
+                    cases += 1;
+                }
+            }
+        }
+    }
+    eprintln!("{cases} random cases");
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn large_lattices_match_the_cpu() {
+    let mut gpus = Gpus(Vec::new());
+    let mut r = rng(11);
+    for &(h, w) in &[(1024, 1024), (1000, 1531), (2048, 333)] {
+        for p in [0.4, 0.5927, 0.75] {
+            let lattice = random_lattice(h, w, p, &mut r);
+            for c in CONNECTIVITIES {
+                for b in BOUNDARIES {
+                    check(&mut gpus, &lattice, c, b);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn torus_cases_match_the_cpu() {
+    let mut gpus = Gpus(Vec::new());
+    // A straight strip that wraps in x; a diagonal that winds round both axes (8-conn); sites
+    // touching both edges without wrapping; a spiral; stripes; a checkerboard.
+    let strip = array![[0u8, 0, 0, 0], [1, 1, 1, 1], [0, 0, 0, 0]];
+    let diagonal = Array2::from_shape_fn((7, 7), |(y, x)| u8::from(x == y));
+    let winding = Array2::from_shape_fn((6, 9), |(y, x)| {
+        u8::from(x == (2 * y) % 9 || x == (2 * y + 1) % 9)
+    });
+    let touching = array![[1u8, 0, 0, 1], [1, 0, 0, 1], [0, 0, 0, 0]];
+    let u_shape = array![[1u8, 0, 0, 1], [1, 1, 1, 1], [0, 0, 0, 0], [1, 0, 0, 1]];
+    let mut lattices = vec![strip, diagonal, winding, touching, u_shape];
+    lattices.push(spiral(41));
+    lattices.push(stripes(33, 40, true));
+    lattices.push(stripes(33, 40, false));
+    lattices.push(checkerboard(32, 32));
+    lattices.push(checkerboard(33, 31));
+    for l in &lattices {
+        for c in CONNECTIVITIES {
+            for b in BOUNDARIES {
+                check(&mut gpus, l, c, b);
+            }
+        }
+    }
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn analyzer_backends_give_equal_tables() {
+    let mut r = rng(3);
+    for c in CONNECTIVITIES {
+        for b in BOUNDARIES {
+            for measures in [Measures::Shape, Measures::All] {
+                let lattice = random_lattice(97, 130, 0.6, &mut r);
+                let mut cpu = Analyzer::new(c, b).measures(measures);
+                let mut gpu = Analyzer::new(c, b)
+                    .measures(measures)
+                    .backend(Backend::Cuda { device: 0 })
+                    .unwrap();
+                assert_eq!(gpu.backend_name(), "cuda:0");
+                let (want, wl) = cpu.analyze_labeled(lattice.view()).unwrap();
+                let (got, gl) = gpu.analyze_labeled(lattice.view()).unwrap();
+                assert!(
+                    got == want,
+                    "{c:?} {b:?} {measures:?}: {}",
+                    first_difference(&got, &want)
+                );
+                assert_eq!(gl.array(), wl.array());
+                assert!(gpu.analyze(lattice.view()).unwrap() == want);
+                // Segments: GPU labels, CPU measures.
+                let mut cpu = Analyzer::new(c, b).segments(true).measures(measures);
+                let mut gpu = Analyzer::new(c, b)
+                    .segments(true)
+                    .measures(measures)
+                    .backend(Backend::Cuda { device: 0 })
+                    .unwrap();
+                assert!(
+                    cpu.analyze(lattice.view()).unwrap() == gpu.analyze(lattice.view()).unwrap()
+                );
+            }
+        }
+    }
+}
+
+/// Without a device, the CUDA backend is an error and Auto falls back to the CPU.
+#[test]
+fn no_device_is_an_error_or_a_fallback() {
+    let lattice = array![[1u8, 0], [1, 1]];
+    match Analyzer::new(Connectivity::Four, Boundary::Open).backend(Backend::Cuda { device: 0 }) {
+        Ok(mut a) => assert_eq!(a.analyze(lattice.view()).unwrap().count(), 1),
+        Err(e) => assert!(matches!(e, clusterlab::Error::CudaUnavailable(_)), "{e}"),
+    }
+    let mut a = Analyzer::new(Connectivity::Four, Boundary::Open)
+        .backend(Backend::Auto)
+        .unwrap();
+    let t = a.analyze(lattice.view()).unwrap();
+    assert_eq!(t.size.to_vec(), vec![3]);
+}
