@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ON the GPU machine (device tool), from the repository root, with .device-bin/ carried:
 # finds libnvrtc, runs the ignored GPU tests and the timing example, logs to $OUT.
-#   scripts/gpu-run.sh [tests] [timing] [check] [cupy] [ncu]   (default: tests timing)
+#   scripts/gpu-run.sh [tests] [timing] [check] [analysis] [cupy] [ncu]   (default: tests timing)
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu-run-out}
 mkdir -p "$OUT"
@@ -17,10 +17,17 @@ nvidia-smi -L | tee -a "$OUT/env.log"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,memory.used,memory.total --format=csv | tee -a "$OUT/env.log"
 status=0
 if has tests; then
-    echo "== gpu tests"
-    ( time timeout ${TEST_TIMEOUT:-330} .device-bin/gpu-tests --ignored --test-threads=1 --nocapture ) 2>&1 | tee "$OUT/tests.log"
+    for t in .device-bin/test-*; do
+        echo "== $(basename "$t") --ignored"
+        ( time timeout ${TEST_TIMEOUT:-330} "$t" --ignored --test-threads=1 --nocapture ) 2>&1 | tee "$OUT/$(basename "$t").log"
+        [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+    done
+    ( .device-bin/test-gpu --test-threads=1 missing_driver ) 2>&1 | tail -3 | tee -a "$OUT/test-gpu.log"
+fi
+if has analysis && [ -x .device-bin/gpu_analysis_timing ]; then
+    echo "== analysis timing"
+    timeout ${ANALYSIS_TIMEOUT:-200} .device-bin/gpu_analysis_timing --reps 20 --check 2>&1 | tee "$OUT/analysis-timing.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
-    ( .device-bin/gpu-tests --test-threads=1 missing_driver ) 2>&1 | tail -3 | tee -a "$OUT/tests.log"
 fi
 if has timing; then
     echo "== timing"
