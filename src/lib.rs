@@ -46,6 +46,7 @@ pub mod io;
 mod labeler;
 mod labels;
 mod lattice;
+pub mod regions;
 mod rule;
 
 pub use analysis::{
@@ -55,6 +56,7 @@ pub use error::{Error, Result};
 pub use labeler::{Algorithm, Backend, Labeler, Parallelism};
 pub use labels::Labels;
 pub use lattice::{Boundary, Connectivity, SiteValue, MAX_SITES};
+pub use regions::{region_from_seeds, Criterion, Reference, RegionGrower};
 
 use ndarray::ArrayView2;
 

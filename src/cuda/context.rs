@@ -18,6 +18,7 @@ const COMMON: &str = include_str!("../../kernels/common.cuh");
 const CANONICAL: &str = include_str!("../../kernels/canonical.cu");
 const LABEL_EQUIVALENCE: &str = include_str!("../../kernels/label_equivalence.cu");
 const BLOCK_UNION_FIND: &str = include_str!("../../kernels/block_union_find.cu");
+const REGIONS: &str = include_str!("../../kernels/regions.cu");
 
 /// Kernels of `canonical.cu`, present in every module.
 const CANONICAL_KERNELS: [&str; 4] = ["canon_count", "canon_scan", "canon_rank", "canon_final"];
@@ -123,6 +124,8 @@ impl SiteType {
 pub(crate) enum Family {
     LabelEquivalence,
     BlockUnionFind,
+    /// Seeded regions' kernels (not a labeling algorithm).
+    Regions,
 }
 
 impl Family {
@@ -130,6 +133,7 @@ impl Family {
         match self {
             Family::LabelEquivalence => ("label_equivalence.cu", LABEL_EQUIVALENCE),
             Family::BlockUnionFind => ("block_union_find.cu", BLOCK_UNION_FIND),
+            Family::Regions => ("regions.cu", REGIONS),
         }
     }
     fn kernels(self) -> &'static [&'static str] {
@@ -142,6 +146,7 @@ impl Family {
                 "buf_flatten",
                 "buf_final_raw",
             ],
+            Family::Regions => crate::cuda::regions::KERNELS,
         }
     }
 }
@@ -165,13 +170,13 @@ impl ModuleKey {
     /// The union-find block shape `(BW, BH)` of this configuration.
     pub(crate) fn block_shape(&self) -> (u32, u32) {
         match (self.family, self.segments, self.conn8) {
-            (Family::LabelEquivalence, _, _) | (_, true, _) => (1, 1),
+            (Family::LabelEquivalence | Family::Regions, _, _) | (_, true, _) => (1, 1),
             (Family::BlockUnionFind, false, true) => (2, 2),
             (Family::BlockUnionFind, false, false) => (2, 1),
         }
     }
 
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "{} (sites {}, {}-connectivity{})",
             self.family.file().0,
@@ -183,7 +188,7 @@ impl ModuleKey {
 
     /// The full source: configuration defines, then the shared helpers, canonical numbering and
     /// the family's kernels, each with a `#line` directive so that NVRTC's log names the file.
-    fn source(&self) -> String {
+    pub(crate) fn source(&self) -> String {
         let (bw, bh) = self.block_shape();
         let (file, body) = self.family.file();
         format!(
@@ -431,7 +436,7 @@ fn target_arch(sm: i32) -> Result<String> {
 }
 
 /// Compiles `src` for `arch` with NVRTC (a CUBIN, or PTX for a virtual architecture); a failed compile returns NVRTC's log.
-fn compile_cubin(name: &str, src: &str, arch: &str) -> Result<Vec<u8>> {
+pub(crate) fn compile_cubin(name: &str, src: &str, arch: &str) -> Result<Vec<u8>> {
     let csrc = CString::new(src).expect("kernel sources hold no NUL");
     let cname = CString::new(name).expect("kernel names hold no NUL");
     let prog = nres::create_program(&csrc, Some(&cname))

@@ -221,6 +221,9 @@ impl Engine {
         match job.family {
             Family::BlockUnionFind => block_union_find::run(gpu, module, job, &bufs),
             Family::LabelEquivalence => label_equivalence::run(gpu, module, job, &bufs),
+            Family::Regions => Err(Error::InvalidArgument(
+                "the regions kernels do not label".into(),
+            )),
         }
     }
 

@@ -40,8 +40,10 @@ mod canonical;
 mod context;
 mod engine;
 mod label_equivalence;
+mod regions;
 
 pub use cudarc;
+pub use regions::CudaRegionGrower;
 
 use crate::backend::{Input, LabelBackend, Spec};
 use crate::labeler::Algorithm;
