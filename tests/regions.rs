@@ -334,7 +334,7 @@ fn nested_holes_are_absorbed() {
         assert_eq!(plain.sum() as usize, 4 * 18);
         let filled = region_from_seeds(field.view(), &[(1, 1)], &c.clone().absorb(true)).unwrap();
         let expect = Array2::from_shape_fn((n, n), |(y, x)| {
-            (y >= 1 && y <= 19 && x >= 1 && x <= 19) as u8
+            ((1..=19).contains(&y) && (1..=19).contains(&x)) as u8
         });
         assert_eq!(filled, expect, "{conn:?}");
         let req = Req {

@@ -10,7 +10,7 @@
 
 use super::context::{cuda_err, kernel_args, DevBuf, Family, ModuleKey, PinnedBuf, SiteType};
 use super::{CudaLabeler, Numbering};
-use crate::regions::{check, group, Criterion, Plan, Reference, Sample};
+use crate::regions::{check, group, Criterion, Plan, Sample};
 use crate::{Error, Result};
 use cudarc::driver::{result as dres, sys, CudaStream, DevicePtr, DevicePtrMut};
 use std::sync::Arc;
@@ -118,10 +118,9 @@ impl CudaRegionGrower {
 
     /// Grows the region of `seeds` (`(y, x)` each) in the `height × width × channels` field
     /// `field` (row-major, channels innermost, on this grower's device) into `out`
-    /// (`height * width` bytes, 1 in the region), queued on the grower's stream. With
-    /// [`Reference::Value`] nothing waits; with [`Reference::Seed`] the seeds' values are read
-    /// back first (one small copy and a wait on the stream), since the seeds are grouped by
-    /// value on the host.
+    /// (`height * width` bytes, 1 in the region), queued on the grower's stream. The seeds'
+    /// values are read back first (one small copy and a wait on the stream), since the seeds
+    /// are checked and grouped by value on the host.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when a buffer's length does not fit the geometry, and the
@@ -156,10 +155,9 @@ impl CudaRegionGrower {
         let stream = self.labeler.stream().clone();
         let (field_ptr, _read) = field.device_ptr(&stream);
         let (out_ptr, _write) = out.device_ptr_mut(&stream);
-        let values = match &self.criterion.reference_kind() {
-            Reference::Value(_) => Vec::new(),
-            Reference::Seed => self.gather::<T>(field_ptr, width, channels, seeds)?,
-        };
+        // Seeds that do not meet the criterion are dropped, so their values are needed for
+        // either reference.
+        let values = self.gather::<T>(field_ptr, width, channels, seeds)?;
         let groups = group(width, seeds, &tolerance, reference.as_deref(), |i| {
             values[i * channels..(i + 1) * channels].to_vec()
         });

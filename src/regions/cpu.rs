@@ -24,7 +24,7 @@ pub(crate) struct CpuRegions {
     /// clearing; `pass` counts the passes.
     visited: Vec<u32>,
     pass: u32,
-    stack: Vec<(u32, u32)>,
+    stack: Vec<(u32, u32, u32, bool)>,
 }
 
 impl CpuRegions {
@@ -141,8 +141,26 @@ impl CpuRegions {
         seeds: &[u32],
         out: &mut [u8],
     ) {
-        let (h, w, c) = (plan.h, plan.w, plan.c);
-        let t = &plan.tolerance[..];
+        let (c, t) = (plan.c, &plan.tolerance[..]);
+        if c == 1 {
+            // One channel: the common case, without the per-channel loop.
+            let (r, t) = (reference[0], t[0]);
+            self.fill_with(plan, seeds, out, |k| (field[k].to_f32() - r).abs() <= t);
+        } else {
+            self.fill_with(plan, seeds, out, |k| {
+                meets(&field[k * c..k * c + c], reference, t)
+            });
+        }
+    }
+
+    fn fill_with(
+        &mut self,
+        plan: &Plan,
+        seeds: &[u32],
+        out: &mut [u8],
+        ok: impl Fn(usize) -> bool,
+    ) {
+        let (h, w) = (plan.h, plan.w);
         if self.visited.len() != h * w || self.pass == u32::MAX {
             self.visited.clear();
             self.visited.resize(h * w, 0);
@@ -150,22 +168,11 @@ impl CpuRegions {
         }
         self.pass += 1;
         let pass = self.pass;
-        let visited = &mut self.visited;
-        let ok = |k: usize| meets(&field[k * c..k * c + c], reference, t);
-        let eight = self.connectivity == Connectivity::Eight;
-        let stack = &mut self.stack;
-        stack.clear();
-        for &s in seeds {
-            let s = s as usize;
-            stack.push(((s / w) as u32, (s % w) as u32));
-        }
-        while let Some((y, x)) = stack.pop() {
-            let (y, x) = (y as usize, x as usize);
+        let visited = &mut self.visited[..];
+        let e = (self.connectivity == Connectivity::Eight) as usize;
+        // The maximal run of unvisited matching sites through (y, x), marked; (x0, x1).
+        let run = |visited: &mut [u32], out: &mut [u8], y: usize, x: usize| {
             let row = y * w;
-            if visited[row + x] == pass {
-                continue;
-            }
-            // Seeds meet the criterion; pushed sites were checked when pushed.
             let (mut x0, mut x1) = (x, x);
             while x0 > 0 && visited[row + x0 - 1] != pass && ok(row + x0 - 1) {
                 x0 -= 1;
@@ -175,28 +182,46 @@ impl CpuRegions {
             }
             visited[row + x0..=row + x1].fill(pass);
             out[row + x0..=row + x1].fill(1);
-            let (lo, hi) = if eight {
-                (x0.saturating_sub(1), (x1 + 1).min(w - 1))
-            } else {
-                (x0, x1)
-            };
-            for ny in [y.wrapping_sub(1), y + 1] {
-                if ny >= h {
+            (x0, x1)
+        };
+        // Items (y, x0, x1, down): scan row y for the neighbours of the filled, maximal run
+        // [x0, x1] of the row above (down) or below it.
+        let stack = &mut self.stack;
+        stack.clear();
+        let push = |stack: &mut Vec<(u32, u32, u32, bool)>, y: usize, x0, x1, down: bool| {
+            if (down && y + 1 < h) || (!down && y > 0) {
+                let ny = if down { y + 1 } else { y - 1 };
+                stack.push((ny as u32, x0 as u32, x1 as u32, down));
+            }
+        };
+        for &s in seeds {
+            let (y, x) = (s as usize / w, s as usize % w);
+            // Seeds meet the criterion; one inside an earlier seed's run is done.
+            if visited[s as usize] == pass {
+                continue;
+            }
+            let (x0, x1) = run(visited, out, y, x);
+            push(stack, y, x0, x1, false);
+            push(stack, y, x0, x1, true);
+        }
+        while let Some((y, sx0, sx1, down)) = stack.pop() {
+            let (y, sx0, sx1) = (y as usize, sx0 as usize, sx1 as usize);
+            let row = y * w;
+            let (lo, hi) = (sx0.saturating_sub(e), (sx1 + e).min(w - 1));
+            let mut x = lo;
+            while x <= hi {
+                if visited[row + x] == pass || !ok(row + x) {
+                    x += 1;
                     continue;
                 }
-                let nrow = ny * w;
-                let mut in_run = false;
-                for nx in lo..=hi {
-                    let k = nrow + nx;
-                    if visited[k] != pass && ok(k) {
-                        if !in_run {
-                            stack.push((ny as u32, nx as u32));
-                            in_run = true;
-                        }
-                    } else {
-                        in_run = false;
-                    }
+                let (x0, x1) = run(visited, out, y, x);
+                push(stack, y, x0, x1, down);
+                // Back towards the source row: only where this run overhangs the source run
+                // and its blocked ends ([sx0 - 1, sx1 + 1] is covered).
+                if x0 + 1 < sx0 + e || x1 + e > sx1 + 1 {
+                    push(stack, y, x0, x1, !down);
                 }
+                x = x1 + 2;
             }
         }
     }

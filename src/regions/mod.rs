@@ -404,6 +404,7 @@ pub fn region_from_seeds<'a, F: Field<'a>>(
     RegionGrower::new(criterion.clone()).grow(field, seeds)
 }
 
+#[allow(clippy::large_enum_variant)] // one per grower: boxing the CPU state buys nothing
 enum Engine {
     Cpu(cpu::CpuRegions),
     #[cfg(feature = "cuda")]
