@@ -51,6 +51,7 @@ mod labels;
 mod lattice;
 #[cfg(feature = "plot")]
 pub mod plot;
+pub mod regions;
 mod rule;
 
 pub use analysis::{
@@ -60,6 +61,7 @@ pub use error::{Error, Result};
 pub use labeler::{Algorithm, Backend, Labeler, Parallelism};
 pub use labels::Labels;
 pub use lattice::{Boundary, Connectivity, SiteValue, MAX_SITES};
+pub use regions::{region_from_seeds, Criterion, Reference, RegionGrower};
 
 use ndarray::ArrayView2;
 

@@ -22,6 +22,7 @@ const TILE_MERGE: &str = include_str!("../../kernels/tile_merge.cu");
 const HA4: &str = include_str!("../../kernels/ha4.cu");
 /// Cluster analysis on the block forest, compiled into the block union-find module.
 const ANALYSIS: &str = include_str!("../../kernels/analysis.cu");
+const REGIONS: &str = include_str!("../../kernels/regions.cu");
 
 /// Kernels of `canonical.cu`, present in every module.
 const CANONICAL_KERNELS: [&str; 4] = ["canon_count", "canon_scan", "canon_rank", "canon_final"];
@@ -129,6 +130,8 @@ pub(crate) enum Family {
     BlockUnionFind,
     TileMerge,
     Ha4,
+    /// Seeded regions' kernels (not a labeling algorithm).
+    Regions,
 }
 
 impl Family {
@@ -138,6 +141,7 @@ impl Family {
             Family::BlockUnionFind => ("block_union_find.cu", BLOCK_UNION_FIND),
             Family::TileMerge => ("tile_merge.cu", TILE_MERGE),
             Family::Ha4 => ("ha4.cu", HA4),
+            Family::Regions => ("regions.cu", REGIONS),
         }
     }
     fn kernels(self) -> &'static [&'static str] {
@@ -156,6 +160,7 @@ impl Family {
             ],
             Family::TileMerge => &["tm_local", "tm_merge", "tm_wrap", "tm_final"],
             Family::Ha4 => &["ha4_strip", "ha4_border", "ha4_wrap", "ha4_relabel"],
+            Family::Regions => crate::cuda::regions::KERNELS,
         }
     }
 }
@@ -179,15 +184,18 @@ impl ModuleKey {
     /// The union-find block shape `(BW, BH)` of this configuration.
     pub(crate) fn block_shape(&self) -> (u32, u32) {
         match (self.family, self.segments, self.conn8) {
-            (Family::LabelEquivalence | Family::TileMerge | Family::Ha4, _, _) | (_, true, _) => {
-                (1, 1)
-            }
+            (
+                Family::LabelEquivalence | Family::TileMerge | Family::Ha4 | Family::Regions,
+                _,
+                _,
+            )
+            | (_, true, _) => (1, 1),
             (Family::BlockUnionFind, false, true) => (2, 2),
             (Family::BlockUnionFind, false, false) => (2, 1),
         }
     }
 
-    fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         format!(
             "{} (sites {}, {}-connectivity{})",
             self.family.file().0,
@@ -199,7 +207,7 @@ impl ModuleKey {
 
     /// The full source: configuration defines, then the shared helpers, canonical numbering and
     /// the family's kernels, each with a `#line` directive so that NVRTC's log names the file.
-    fn source(&self) -> String {
+    pub(crate) fn source(&self) -> String {
         let (bw, bh) = self.block_shape();
         let (file, body) = self.family.file();
         // The analysis kernels read the block forest.
@@ -453,7 +461,7 @@ fn target_arch(sm: i32) -> Result<String> {
 }
 
 /// Compiles `src` for `arch` with NVRTC (a CUBIN, or PTX for a virtual architecture); a failed compile returns NVRTC's log.
-fn compile_cubin(name: &str, src: &str, arch: &str) -> Result<Vec<u8>> {
+pub(crate) fn compile_cubin(name: &str, src: &str, arch: &str) -> Result<Vec<u8>> {
     let csrc = CString::new(src).expect("kernel sources hold no NUL");
     let cname = CString::new(name).expect("kernel names hold no NUL");
     let prog = nres::create_program(&csrc, Some(&cname))

@@ -206,6 +206,9 @@ impl Engine {
             Family::LabelEquivalence => label_equivalence::run(gpu, module, job, &bufs),
             Family::TileMerge => tile_merge::run(gpu, module, job, &bufs),
             Family::Ha4 => ha4::run(gpu, module, job, &bufs),
+            Family::Regions => Err(Error::InvalidArgument(
+                "the regions kernels do not label".into(),
+            )),
         }
     }
 

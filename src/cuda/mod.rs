@@ -44,10 +44,12 @@ mod context;
 mod engine;
 mod ha4;
 mod label_equivalence;
+mod regions;
 mod tile_merge;
 
 pub use crate::analysis::{CudaAnalyzer, PercolatingCluster, SizeCounts};
 pub use cudarc;
+pub use regions::CudaRegionGrower;
 
 use crate::backend::{Input, LabelBackend, Spec};
 use crate::labeler::Algorithm;
