@@ -48,38 +48,6 @@ __device__ __forceinline__ u32 local_node_y(u32 node) {
 #endif
 }
 
-// The local root of node x, halving the path (plain stores of a valid ancestor).
-__device__ __forceinline__ u32 local_find(u32* s_par, u32 x) {
-    volatile u32* par = s_par;
-    while (true) {
-        const u32 p = par[x];
-        if (p == x) return x;
-        const u32 gp = par[p];
-        if (gp == p) return p;
-        par[x] = gp;
-        x = gp;
-    }
-}
-
-__device__ __forceinline__ void local_unite(u32* s_par, u32 a, u32 b) {
-    bool done;
-    do {
-        a = local_find(s_par, a);
-        b = local_find(s_par, b);
-        if (a < b) {
-            const u32 old = atomicMin(s_par + b, a);
-            done = (old == b);
-            b = old;
-        } else if (b < a) {
-            const u32 old = atomicMin(s_par + a, b);
-            done = (old == a);
-            a = old;
-        } else {
-            done = true;
-        }
-    } while (!done);
-}
-
 // Grid: (tiles across, min(tiles down, 65535)); CTA: (TILE, 8) threads, TILE / 8 blocks each;
 // warp y handles rows y, y + 8, ... of the tile, lane x its column x.
 extern "C" __global__ void __launch_bounds__(256)

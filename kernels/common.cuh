@@ -116,6 +116,39 @@ __device__ __forceinline__ void unite(u32* P, const Geo& g, u32 a, u32 b) {
     } while (!done);
 }
 
+// Union-find in shared memory over a tile's local nodes (block union-find's and tile merge's
+// local passes): the local root of node x, halving the path (plain stores of a valid ancestor).
+__device__ __forceinline__ u32 local_find(u32* s_par, u32 x) {
+    volatile u32* par = s_par;
+    while (true) {
+        const u32 p = par[x];
+        if (p == x) return x;
+        const u32 gp = par[p];
+        if (gp == p) return p;
+        par[x] = gp;
+        x = gp;
+    }
+}
+
+__device__ __forceinline__ void local_unite(u32* s_par, u32 a, u32 b) {
+    bool done;
+    do {
+        a = local_find(s_par, a);
+        b = local_find(s_par, b);
+        if (a < b) {
+            const u32 old = atomicMin(s_par + b, a);
+            done = (old == b);
+            b = old;
+        } else if (b < a) {
+            const u32 old = atomicMin(s_par + a, b);
+            done = (old == a);
+            a = old;
+        } else {
+            done = true;
+        }
+    } while (!done);
+}
+
 // Occupancy mask of the block whose top-left site is (y0, x0): bit (dy * BW + dx) is set when
 // site (y0 + dy, x0 + dx) is inside the lattice and occupied.
 __device__ __forceinline__ u32 block_mask(const site_t* __restrict__ in, u32 h, u32 w, u32 y0, u32 x0) {

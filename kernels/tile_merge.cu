@@ -52,38 +52,6 @@ __device__ __forceinline__ u32 tm_root(const u32* P, u32 k) {
     return k;
 }
 
-// The local root of node x of a tile, halving the path (plain stores of a valid ancestor).
-__device__ __forceinline__ u32 tm_local_find(u32* s_par, u32 x) {
-    volatile u32* par = s_par;
-    while (true) {
-        const u32 p = par[x];
-        if (p == x) return x;
-        const u32 gp = par[p];
-        if (gp == p) return p;
-        par[x] = gp;
-        x = gp;
-    }
-}
-
-__device__ __forceinline__ void tm_local_unite(u32* s_par, u32 a, u32 b) {
-    bool done;
-    do {
-        a = tm_local_find(s_par, a);
-        b = tm_local_find(s_par, b);
-        if (a < b) {
-            const u32 old = atomicMin(s_par + b, a);
-            done = (old == b);
-            b = old;
-        } else if (b < a) {
-            const u32 old = atomicMin(s_par + a, b);
-            done = (old == a);
-            a = old;
-        } else {
-            done = true;
-        }
-    } while (!done);
-}
-
 __device__ __forceinline__ u32 tm_cell(const site_t* __restrict__ in, const Geo& g, u32 y, u32 x) {
     return (u32)in[y * g.w + x];
 }
@@ -139,15 +107,15 @@ tm_local(const site_t* __restrict__ in, u32* P, Geo g) {
             if (!c[k] || ly == 0) continue;
             if (tm_joined(c[k], s_cell[node - TILE])) {
                 if (!(jl[k] && tm_joined(c[k], s_cell[node - TILE - 1])))
-                    tm_local_unite(s_par, node, node - TILE);
+                    local_unite(s_par, node, node - TILE);
             }
 #if CONN8
             else {
                 if (lx > 0 && !jl[k] && tm_joined(c[k], s_cell[node - TILE - 1]))
-                    tm_local_unite(s_par, node, node - TILE - 1);
+                    local_unite(s_par, node, node - TILE - 1);
                 if (lx < TILE - 1 && !tm_joined(c[k], s_cell[node + 1]) &&
                     tm_joined(c[k], s_cell[node - TILE + 1]))
-                    tm_local_unite(s_par, node, node - TILE + 1);
+                    local_unite(s_par, node, node - TILE + 1);
             }
 #endif
         }
@@ -159,7 +127,7 @@ tm_local(const site_t* __restrict__ in, u32* P, Geo g) {
             const u32 y = ty * TILE + ly;
             const u32 node = ly * TILE + lx;
             u32 r = 0;
-            if (c[k] && start[k] == lx) r = tm_local_find(s_par, node);
+            if (c[k] && start[k] == lx) r = local_find(s_par, node);
             r = __shfl_sync(0xffffffffu, r, c[k] ? start[k] : lx);
             if (x >= g.w || y >= g.h) continue;
             P[y * g.w + x] = c[k] ? (ty * TILE + r / TILE) * g.w + blockIdx.x * TILE + r % TILE + 1 : 0u;

@@ -23,7 +23,9 @@ tests=(gpu)
 for t in gpu_analysis regions; do [ -f "tests/$t.rs" ] && tests+=("$t"); done
 args=(); for t in "${tests[@]}"; do args+=(--test "$t"); done
 cargo test --release --features cuda "${args[@]}" --no-run --message-format=json 2>/dev/null | artifacts |
-    while read -r name exe; do cp "$exe" ".device-bin/test-$name"; done
+    while read -r name exe; do
+        [[ " ${tests[*]} " == *" $name "* ]] && cp "$exe" ".device-bin/test-$name"
+    done
 for ex in gpu_timing gpu_analysis_timing; do
     if [ -f "examples/$ex.rs" ]; then
         cargo build --release --features cuda --example "$ex"

@@ -177,6 +177,17 @@ impl Engine {
         self.count_host.ensure(4)
     }
 
+    /// Prepares `job` when its module or scratch is missing, else only checks it and binds the
+    /// context: the per-call path allocates nothing.
+    fn ready(&mut self, job: &Job) -> Result<()> {
+        if !self.gpu.has_module(&job.key()) || self.scratch_shortfall(job) > 0 {
+            self.prepare(job)
+        } else {
+            self.check(job)?;
+            self.gpu.bind()
+        }
+    }
+
     /// Queues the labeling of `job` from `input` into `labels` (both device pointers holding the
     /// job's sites). Nothing is allocated and nothing waits when [`Engine::prepare`] ran for an
     /// equal or larger job.
@@ -186,21 +197,13 @@ impl Engine {
         input: sys::CUdeviceptr,
         labels: sys::CUdeviceptr,
     ) -> Result<()> {
-        let key = job.key();
-        if !self.gpu.has_module(&key) || self.scratch_shortfall(job) > 0 {
-            self.prepare(job)?;
-        } else {
-            self.check(job)?;
-            self.gpu.bind()?;
-        }
+        self.ready(job)?;
         let bufs = self.buffers(job, input, labels);
         if job.sites() == 0 {
             return self.gpu.memset_zero(bufs.count, 4);
         }
         let gpu = &self.gpu;
-        let module = gpu
-            .get_module(&key)
-            .ok_or_else(|| Error::Cuda("kernel module missing after preparation".into()))?;
+        let module = self.module(job)?;
         match job.family {
             Family::BlockUnionFind => block_union_find::run(gpu, module, job, &bufs),
             Family::LabelEquivalence => label_equivalence::run(gpu, module, job, &bufs),
@@ -221,22 +224,14 @@ impl Engine {
                 "GPU analysis runs on block union-find's forest of occupancy lattices".into(),
             ));
         }
-        let key = job.key();
-        if !self.gpu.has_module(&key) || self.scratch_shortfall(job) > 0 {
-            self.prepare(job)?;
-        } else {
-            self.check(job)?;
-            self.gpu.bind()?;
-        }
+        self.ready(job)?;
         let bufs = self.buffers(job, input, 0);
         if job.sites() == 0 {
             self.gpu.memset_zero(bufs.count, 4)?;
             return Ok(bufs);
         }
         let gpu = &self.gpu;
-        let module = gpu
-            .get_module(&key)
-            .ok_or_else(|| Error::Cuda("kernel module missing after preparation".into()))?;
+        let module = self.module(job)?;
         block_union_find::build_forest(gpu, module, job, &bufs)?;
         canonical::rank(gpu, module, job, &bufs)?;
         Ok(bufs)
