@@ -57,7 +57,9 @@ fn entries(dir: &Path) -> Vec<String> {
 
 fn run_in(dir: Option<&Path>, args: &[&str]) -> Output {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_clusterlab"));
-    cmd.args(args);
+    // No HDF5 file locks in the child (see tests/cli.rs `run`: descriptors inherited by
+    // children of parallel tests keep locks alive).
+    cmd.args(args).env("HDF5_USE_FILE_LOCKING", "FALSE");
     if let Some(d) = dir {
         cmd.current_dir(d);
     }
