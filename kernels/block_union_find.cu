@@ -210,39 +210,10 @@ __device__ __forceinline__ void flatten_block(u32* P, const Geo& g, u32 b) {
     }
 }
 
-// Joins sites (y1, x1) and (y2, x2) across a periodic edge when their values are joined.
-__device__ __forceinline__ void wrap_pair(const site_t* __restrict__ in, u32* P, const Geo& g,
-                                          u32 y1, u32 x1, u32 y2, u32 x2) {
-    if (joined_values(in[y1 * g.w + x1], in[y2 * g.w + x2]))
-        unite(P, g, key_of_site(in, g, y1, x1), key_of_site(in, g, y2, x2));
-}
-
-// Items [0, h): the x-wrapping edge of row y; items [h, h + w): the y-wrapping edge of column x.
-// The neighbourhood is taken literally (a tiny torus may pair a site with itself: a no-op).
+// The periodic edges (wrap_edges in common.cuh); grid: ceil((h + w) / 256) CTAs of 256.
 extern "C" __global__ void __launch_bounds__(256)
 buf_wrap(const site_t* __restrict__ in, u32* P, Geo g, u32 wrap_x, u32 wrap_y) {
-    const u32 h = g.h, w = g.w;
-    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < h) {
-        if (!wrap_x) return;
-        const u32 y = (u32)i;
-        wrap_pair(in, P, g, y, w - 1, y, 0);
-#if CONN8
-        if (y > 0 || wrap_y) {
-            const u32 yp = y > 0 ? y - 1 : h - 1;
-            wrap_pair(in, P, g, y, 0, yp, w - 1);
-            wrap_pair(in, P, g, y, w - 1, yp, 0);
-        }
-#endif
-    } else if (i < (u64)h + w) {
-        if (!wrap_y) return;
-        const u32 x = (u32)(i - h);
-        wrap_pair(in, P, g, 0, x, h - 1, x);
-#if CONN8
-        if (x > 0 || wrap_x) wrap_pair(in, P, g, 0, x, h - 1, x > 0 ? x - 1 : w - 1);
-        if (x + 1 < w || wrap_x) wrap_pair(in, P, g, 0, x, h - 1, x + 1 < w ? x + 1 : 0);
-#endif
-    }
+    wrap_edges(in, P, g, wrap_x, wrap_y);
 }
 
 // Points the local root of the blocks on tile edges at their global root, after all unions:

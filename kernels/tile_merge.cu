@@ -56,12 +56,6 @@ __device__ __forceinline__ u32 tm_cell(const site_t* __restrict__ in, const Geo&
     return (u32)in[y * g.w + x];
 }
 
-__device__ __forceinline__ void tm_join(const site_t* __restrict__ in, u32* P, const Geo& g, u32 y1,
-                                        u32 x1, u32 y2, u32 x2) {
-    if (tm_joined(tm_cell(in, g, y1, x1), tm_cell(in, g, y2, x2)))
-        unite(P, g, y1 * g.w + x1, y2 * g.w + x2);
-}
-
 // Grid: (tiles across, min(tiles down, 65535)); CTA (TILE, TILE / PER): warp ly handles tile
 // rows ly, ly + TILE / PER, ..., lane lx the tile's column lx.
 extern "C" __global__ void __launch_bounds__(TILE * TILE / PER)
@@ -186,32 +180,10 @@ tm_merge(const site_t* __restrict__ in, u32* P, Geo g, u32 level, u32 nv, u32 nh
     }
 }
 
-// Items [0, h): the x-wrapping edge of row y; items [h, h + w): the y-wrapping edge of column x.
-// The neighbourhood is taken literally (a tiny torus may pair a site with itself: a no-op).
+// The periodic edges (wrap_edges in common.cuh: with 1x1 blocks a site's key is its index).
 extern "C" __global__ void __launch_bounds__(256)
 tm_wrap(const site_t* __restrict__ in, u32* P, Geo g, u32 wrap_x, u32 wrap_y) {
-    const u32 h = g.h, w = g.w;
-    const u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    if (i < h) {
-        if (!wrap_x) return;
-        const u32 y = (u32)i;
-        tm_join(in, P, g, y, w - 1, y, 0);
-#if CONN8
-        if (y > 0 || wrap_y) {
-            const u32 yp = y > 0 ? y - 1 : h - 1;
-            tm_join(in, P, g, y, 0, yp, w - 1);
-            tm_join(in, P, g, y, w - 1, yp, 0);
-        }
-#endif
-    } else if (i < (u64)h + w) {
-        if (!wrap_y) return;
-        const u32 x = (u32)(i - h);
-        tm_join(in, P, g, 0, x, h - 1, x);
-#if CONN8
-        if (x > 0 || wrap_x) tm_join(in, P, g, 0, x, h - 1, x > 0 ? x - 1 : w - 1);
-        if (x + 1 < w || wrap_x) tm_join(in, P, g, 0, x, h - 1, x + 1 < w ? x + 1 : 0);
-#endif
-    }
+    wrap_edges(in, P, g, wrap_x, wrap_y);
 }
 
 // Kernel 4: every site's slot becomes its root + 1, after all merges. Grid as tm_local, CTA
