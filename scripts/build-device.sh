@@ -24,7 +24,8 @@ for t in gpu_analysis regions; do [ -f "tests/$t.rs" ] && tests+=("$t"); done
 args=(); for t in "${tests[@]}"; do args+=(--test "$t"); done
 cargo test --release --features cuda "${args[@]}" --no-run --message-format=json 2>/dev/null | artifacts |
     while read -r name exe; do
-        [[ " ${tests[*]} " == *" $name "* ]] && cp "$exe" ".device-bin/test-$name"
+        # (an if, not `&&`: a false last test would fail the pipeline under set -e)
+        if [[ " ${tests[*]} " == *" $name "* ]]; then cp "$exe" ".device-bin/test-$name"; fi
     done
 for ex in gpu_timing gpu_analysis_timing; do
     if [ -f "examples/$ex.rs" ]; then
@@ -35,7 +36,7 @@ done
 cp scripts/gpu-run.sh .device-bin/
 for b in cpu_vs_peers gpu_vs_peers; do
     cargo bench --bench "$b" --no-run --message-format=json 2>/dev/null | artifacts |
-        while read -r name exe; do [ "$name" = "$b" ] && cp "$exe" ".device-bin/$b"; done
+        while read -r name exe; do if [ "$name" = "$b" ]; then cp "$exe" ".device-bin/$b"; fi; done
 done
 pwd > .device-bin/built-in
 echo "copied to .device-bin/:"
