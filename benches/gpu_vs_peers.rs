@@ -36,7 +36,8 @@ use std::time::Instant;
 /// and writes the `u32` labels once.
 const BANDWIDTH: f64 = 4.2e12;
 const P_C: f64 = 0.592746;
-const ALGORITHMS: [Algorithm; 4] = [
+const ALGORITHMS: [Algorithm; 5] = [
+    Algorithm::BitRuns,
     Algorithm::BlockUnionFind,
     Algorithm::Ha4,
     Algorithm::TileMerge,
@@ -171,7 +172,7 @@ fn time_ours(case: &Case, c: Connectivity, reps: usize) -> Result<Vec<Ours>, Str
     Ok(rows)
 }
 
-/// Host-to-host: upload, label (canonical, block union-find), download; wall clock, median of 5.
+/// Host-to-host: upload, label (canonical, `Algorithm::Auto`), download; wall clock, median of 5.
 fn time_host(case: &Case, c: Connectivity) -> Result<f64, String> {
     let err = |e: clusterlab::Error| e.to_string();
     let mut gpu = CudaLabeler::new(0, c, Boundary::Open).map_err(err)?;
@@ -337,7 +338,7 @@ fn run() -> Result<bool, String> {
         }
         if let Some(hms) = host {
             println!(
-                "{:<22} {:>4} host-to-host: clusterlab (BlockUnionFind, canonical) {hms:.2} ms, cupyx {:.2} ms",
+                "{:<22} {:>4} host-to-host: clusterlab (Auto, canonical) {hms:.2} ms, cupyx {:.2} ms",
                 case.file.trim_end_matches(".npy"),
                 conn_num(*c),
                 peer["cupyx_host_ms"].as_f64().unwrap_or(f64::NAN)

@@ -97,6 +97,7 @@ fn main() -> Result<()> {
     let configs: Vec<(Algorithm, Connectivity, Numbering, Boundary)> = {
         let mut v = Vec::new();
         for alg in [
+            Algorithm::BitRuns,
             Algorithm::BlockUnionFind,
             Algorithm::TileMerge,
             Algorithm::Ha4,
@@ -111,6 +112,7 @@ fn main() -> Result<()> {
         for c in [Connectivity::Four, Connectivity::Eight] {
             for num in [Numbering::Raw, Numbering::Canonical] {
                 for alg in [
+                    Algorithm::BitRuns,
                     Algorithm::BlockUnionFind,
                     Algorithm::Ha4,
                     Algorithm::TileMerge,

@@ -50,7 +50,7 @@ def main():
                   f"{100 * c['floor_ms'] / best:.0f}%"]
         print("| " + " | ".join(cells) + " |")
         if c.get("host_to_host_ms"):
-            print(f"| {cells[0]} host-to-host | {c['conn']} | BlockUnionFind canonical {c['host_to_host_ms']:.1f} |"
+            print(f"| {cells[0]} host-to-host | {c['conn']} | Auto canonical {c['host_to_host_ms']:.1f} |"
                   + " |" * (len(algs) - 1) + f" {c['peers'].get('cupyx_host_ms', float('nan')):.1f} | | | |")
     if grid:
         ds = sorted({d for d, _ in grid})

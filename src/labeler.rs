@@ -29,8 +29,13 @@ pub enum Algorithm {
     /// Tile merge (Šťava & Beneš 2010): shared-memory tiles labeled locally, then hierarchical
     /// border merging and a final flatten (GPU).
     TileMerge,
-    /// Block-based union-find on 2×2 blocks (GPU; the fast path for 8-connectivity).
+    /// Block-based union-find on 2×2 blocks for 8-connectivity, 2×1 for 4-connectivity (GPU; the
+    /// fast path for raw 8-connected labels).
     BlockUnionFind,
+    /// Run-based union-find on bit-packed rows in shared-memory tiles of 32 × 1024 sites, each
+    /// labeled twice so that the only full-size traffic is reading the lattice twice and writing
+    /// the labels once (GPU).
+    BitRuns,
 }
 
 /// Where labeling runs.

@@ -352,12 +352,19 @@ fn ha4_matches_cpu() {
     battery(Algorithm::Ha4);
 }
 
+#[test]
+#[ignore = "needs a CUDA device"]
+fn bit_runs_matches_cpu() {
+    battery(Algorithm::BitRuns);
+}
+
 /// The device-resident path: input on the GPU, labels on the GPU, count on request.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn device_resident_labels_match() {
     let mut rng = StdRng::seed_from_u64(99);
     for alg in [
+        Algorithm::BitRuns,
         Algorithm::BlockUnionFind,
         Algorithm::LabelEquivalence,
         Algorithm::TileMerge,
@@ -456,6 +463,7 @@ fn raw_labels_beyond_2_31_sites() {
     drop(lattice);
     let mut out = stream.alloc_zeros::<u32>(n).unwrap();
     for alg in [
+        Algorithm::BitRuns,
         Algorithm::BlockUnionFind,
         Algorithm::LabelEquivalence,
         Algorithm::TileMerge,

@@ -113,7 +113,13 @@ impl DeviceAnalysis {
             // Pieces with open boundaries: the host joins them across the seams by winding.
             boundary: Boundary::Open,
             segments: false,
-            family: family_of(Algorithm::BlockUnionFind)?,
+            family: family_of(
+                Algorithm::BlockUnionFind,
+                &self.engine.gpu,
+                Connectivity::Four,
+                false,
+                Numbering::Canonical,
+            )?,
             numbering: Numbering::Canonical,
         })
     }

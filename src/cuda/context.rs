@@ -20,6 +20,7 @@ const LABEL_EQUIVALENCE: &str = include_str!("../../kernels/label_equivalence.cu
 const BLOCK_UNION_FIND: &str = include_str!("../../kernels/block_union_find.cu");
 const TILE_MERGE: &str = include_str!("../../kernels/tile_merge.cu");
 const HA4: &str = include_str!("../../kernels/ha4.cu");
+const BIT_RUNS: &str = include_str!("../../kernels/bit_runs.cu");
 /// Cluster analysis on the block forest, compiled into the block union-find module.
 const ANALYSIS: &str = include_str!("../../kernels/analysis.cu");
 const REGIONS: &str = include_str!("../../kernels/regions.cu");
@@ -130,6 +131,7 @@ pub(crate) enum Family {
     BlockUnionFind,
     TileMerge,
     Ha4,
+    BitRuns,
     /// Seeded regions' kernels (not a labeling algorithm).
     Regions,
 }
@@ -141,6 +143,7 @@ impl Family {
             Family::BlockUnionFind => ("block_union_find.cu", BLOCK_UNION_FIND),
             Family::TileMerge => ("tile_merge.cu", TILE_MERGE),
             Family::Ha4 => ("ha4.cu", HA4),
+            Family::BitRuns => ("bit_runs.cu", BIT_RUNS),
             Family::Regions => ("regions.cu", REGIONS),
         }
     }
@@ -160,6 +163,7 @@ impl Family {
             ],
             Family::TileMerge => &["tm_local", "tm_merge", "tm_wrap", "tm_final"],
             Family::Ha4 => &["ha4_strip", "ha4_border", "ha4_wrap", "ha4_relabel"],
+            Family::BitRuns => &["br_local", "br_merge", "br_edges", "br_count", "br_final"],
             Family::Regions => crate::cuda::regions::KERNELS,
         }
     }
@@ -185,7 +189,11 @@ impl ModuleKey {
     pub(crate) fn block_shape(&self) -> (u32, u32) {
         match (self.family, self.segments, self.conn8) {
             (
-                Family::LabelEquivalence | Family::TileMerge | Family::Ha4 | Family::Regions,
+                Family::LabelEquivalence
+                | Family::TileMerge
+                | Family::Ha4
+                | Family::BitRuns
+                | Family::Regions,
                 _,
                 _,
             )
@@ -262,6 +270,8 @@ pub(crate) struct Gpu {
     pub cc: (i32, i32),
     /// Multiprocessors.
     pub sms: u32,
+    /// Shared memory a block may opt in to, in bytes.
+    pub max_shared_optin: usize,
     /// This context's modules, from the process-wide cache.
     modules: HashMap<ModuleKey, Arc<Module>>,
 }
@@ -285,6 +295,11 @@ impl Gpu {
         let sms = ctx
             .attribute(sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)
             .map_err(|e| cuda_err("reading the multiprocessor count", e))?;
+        let max_shared_optin = ctx
+            .attribute(
+                sys::CUdevice_attribute::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            )
+            .map_err(|e| cuda_err("reading the shared memory limit", e))?;
         if cc.0 < 7 {
             return Err(Error::CudaUnavailable(format!(
                 "compute capability {}.{} is too old: clusterlab needs 7.0 or newer",
@@ -296,6 +311,7 @@ impl Gpu {
             stream,
             cc,
             sms: sms.max(1) as u32,
+            max_shared_optin: max_shared_optin.max(0) as usize,
             modules: HashMap::new(),
         })
     }
@@ -360,6 +376,15 @@ impl Gpu {
             let f = module
                 .load_function(k)
                 .map_err(|e| cuda_err(&format!("finding kernel {k}"), e))?;
+            if key.family == Family::BitRuns && super::bit_runs::SHARED_KERNELS.contains(&k) {
+                // More than the default 48 KB of dynamic shared memory must be asked for.
+                let bytes = super::bit_runs::shared_bytes(key.segments) as i32;
+                f.set_attribute(
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes,
+                )
+                .map_err(|e| cuda_err(&format!("giving {k} {bytes} bytes of shared memory"), e))?;
+            }
             funcs.push((k, f));
         }
         Ok(Module {
@@ -393,11 +418,26 @@ impl Gpu {
         block: (u32, u32, u32),
         args: &mut [*mut c_void],
     ) -> Result<()> {
+        self.launch_shared(f, grid, block, 0, args)
+    }
+
+    /// Launches `f` with `shared` bytes of dynamic shared memory.
+    ///
+    /// # Safety
+    /// As [`Gpu::launch`]; `shared` must not exceed the function's dynamic shared memory limit.
+    pub(crate) unsafe fn launch_shared(
+        &self,
+        f: &CudaFunction,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        shared: u32,
+        args: &mut [*mut c_void],
+    ) -> Result<()> {
         dres::launch_kernel(
             f.cu_function(),
             grid,
             block,
-            0,
+            shared,
             self.stream.cu_stream(),
             args,
         )
@@ -696,6 +736,7 @@ mod tests {
             Family::BlockUnionFind,
             Family::TileMerge,
             Family::Ha4,
+            Family::BitRuns,
         ] {
             for site in [SiteType::U8, SiteType::U16, SiteType::U32] {
                 for conn8 in [false, true] {

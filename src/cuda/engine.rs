@@ -3,7 +3,7 @@
 //! scratch buffer every pipeline uses, and the dispatch from a job to a kernel family.
 
 use super::context::{cuda_err, DevBuf, Family, Gpu, ModuleKey, PinnedBuf, SiteType};
-use super::{block_union_find, canonical, ha4, label_equivalence, tile_merge, Numbering};
+use super::{bit_runs, block_union_find, canonical, ha4, label_equivalence, tile_merge, Numbering};
 use crate::labeler::Algorithm;
 use crate::lattice::{Boundary, Connectivity};
 use crate::{Error, Result};
@@ -74,11 +74,21 @@ impl Job {
         (2 * hb.div_ceil(tile) * wb, 2 * wb.div_ceil(tile) * hb)
     }
 
-    /// Scratch bytes: header, segment counts, the forest (blocks of more than one site) and the
-    /// saved border cells (block union-find).
+    /// Words of the family's own scratch after the saved border cells (bit runs' canonical
+    /// numbering).
+    fn aux_words(&self) -> usize {
+        if self.family == Family::BitRuns {
+            bit_runs::scratch_words(self)
+        } else {
+            0
+        }
+    }
+
+    /// Scratch bytes: header, segment counts, the forest (blocks of more than one site), the
+    /// saved border cells (block union-find) and the family's own scratch.
     fn scratch_bytes(&self) -> usize {
         let (rows, cols) = self.border_words();
-        (self.forest_word() + self.forest_words() + rows + cols) * 4
+        (self.forest_word() + self.forest_words() + rows + cols + self.aux_words()) * 4
     }
 
     pub(crate) fn key(&self) -> ModuleKey {
@@ -91,16 +101,35 @@ impl Job {
     }
 }
 
-/// The kernel family that runs `algorithm` on the GPU.
-pub(crate) fn family_of(algorithm: Algorithm) -> Result<Family> {
+/// The kernel family that runs `algorithm` on `gpu` for lattices of this kind. `Auto` is the
+/// fastest measured on an H200 (README, "GPU"): bit runs, except for raw 8-connected labels of
+/// occupancy lattices, where block union-find's 2×2 blocks win, and block union-find on devices
+/// that cannot give a block bit runs' shared memory (compute capability 7.5).
+pub(crate) fn family_of(
+    algorithm: Algorithm,
+    gpu: &Gpu,
+    connectivity: Connectivity,
+    segments: bool,
+    numbering: Numbering,
+) -> Result<Family> {
+    let raw8 = connectivity == Connectivity::Eight && !segments && numbering == Numbering::Raw;
+    let auto_bit_runs = !raw8;
+    let bit_runs_fit = bit_runs::shared_bytes(segments) <= gpu.max_shared_optin;
     match algorithm {
+        Algorithm::Auto if bit_runs_fit && auto_bit_runs => Ok(Family::BitRuns),
         Algorithm::Auto | Algorithm::BlockUnionFind => Ok(Family::BlockUnionFind),
         Algorithm::LabelEquivalence => Ok(Family::LabelEquivalence),
         Algorithm::TileMerge => Ok(Family::TileMerge),
         Algorithm::Ha4 => Ok(Family::Ha4),
+        Algorithm::BitRuns if bit_runs_fit => Ok(Family::BitRuns),
+        Algorithm::BitRuns => Err(Error::InvalidArgument(format!(
+            "BitRuns needs {} bytes of shared memory per block; this GPU gives {}",
+            bit_runs::shared_bytes(segments),
+            gpu.max_shared_optin
+        ))),
         other => Err(Error::InvalidArgument(format!(
-            "algorithm {other:?} is a CPU algorithm; the CUDA backend runs BlockUnionFind, Ha4, \
-             TileMerge and LabelEquivalence"
+            "algorithm {other:?} is a CPU algorithm; the CUDA backend runs BitRuns, \
+             BlockUnionFind, Ha4, TileMerge and LabelEquivalence"
         ))),
     }
 }
@@ -122,6 +151,8 @@ pub(crate) struct Buffers {
     pub border_rows: sys::CUdeviceptr,
     /// Block union-find's saved cells of the tiles' first and last block columns.
     pub border_cols: sys::CUdeviceptr,
+    /// The family's own scratch (bit runs: canonical numbering's root mask and counts).
+    pub aux: sys::CUdeviceptr,
 }
 
 /// A context, its kernels and scratch.
@@ -209,6 +240,7 @@ impl Engine {
             Family::LabelEquivalence => label_equivalence::run(gpu, module, job, &bufs),
             Family::TileMerge => tile_merge::run(gpu, module, job, &bufs),
             Family::Ha4 => ha4::run(gpu, module, job, &bufs),
+            Family::BitRuns => bit_runs::run(gpu, module, job, &bufs),
             Family::Regions => Err(Error::InvalidArgument(
                 "the regions kernels do not label".into(),
             )),
@@ -262,6 +294,12 @@ impl Engine {
             border_rows: base + ((job.forest_word() + job.forest_words()) * 4) as u64,
             border_cols: base
                 + ((job.forest_word() + job.forest_words() + job.border_words().0) * 4) as u64,
+            aux: base
+                + ((job.forest_word()
+                    + job.forest_words()
+                    + job.border_words().0
+                    + job.border_words().1)
+                    * 4) as u64,
         }
     }
 

@@ -9,9 +9,13 @@
 //!   no host synchronisation and no allocation per call) or host arrays
 //!   ([`CudaLabeler::label_host`]).
 //!
-//! Algorithms: [`Algorithm::BlockUnionFind`] (the default for [`Algorithm::Auto`]: union-find on
-//! 2×2 blocks for 8-connectivity, 2×1 blocks for 4-connectivity, per-site union-find for
-//! segments), [`Algorithm::Ha4`] (Hennequin et al.'s run-based labeling with warp intrinsics,
+//! Algorithms: [`Algorithm::BitRuns`] (run-based union-find on bit-packed rows in shared-memory
+//! tiles of 32 × 1024 sites, each tile labeled twice so that no full-size intermediate array is
+//! written; what [`Algorithm::Auto`] picks, except for raw 8-connected labels),
+//! [`Algorithm::BlockUnionFind`] (union-find on 2×2 blocks for 8-connectivity, 2×1 blocks for
+//! 4-connectivity, per-site union-find for segments; `Auto` for raw 8-connected labels and on
+//! devices of compute capability 7.5, whose blocks get too little shared memory for bit runs),
+//! [`Algorithm::Ha4`] (Hennequin et al.'s run-based labeling with warp intrinsics,
 //! two sites per thread, and its 8-connected variant), [`Algorithm::TileMerge`] (Šťava & Beneš's
 //! shared-memory tiles merged hierarchically) and [`Algorithm::LabelEquivalence`] (Kalentev et
 //! al.'s iterative scanning and analysis). All support both connectivities, segments of
@@ -38,6 +42,7 @@
 //! ```
 
 pub(crate) mod analysis;
+mod bit_runs;
 mod block_union_find;
 mod canonical;
 mod context;
@@ -190,7 +195,13 @@ impl CudaBackend {
             connectivity: spec.connectivity,
             boundary: spec.boundary,
             segments: spec.segments,
-            family: family_of(spec.algorithm)?,
+            family: family_of(
+                spec.algorithm,
+                &self.engine.gpu,
+                spec.connectivity,
+                spec.segments,
+                numbering,
+            )?,
             numbering,
         };
         self.engine.check(&job)?;
@@ -315,7 +326,7 @@ pub struct CudaLabeler {
 
 impl CudaLabeler {
     /// A labeler on device `device` with a stream of its own, for occupancy lattices, with
-    /// [`Algorithm::Auto`] (block union-find) and canonical numbering.
+    /// [`Algorithm::Auto`] and canonical numbering.
     ///
     /// # Errors
     /// [`Error::CudaUnavailable`] when the driver, NVRTC or the device is missing (never a
@@ -367,9 +378,11 @@ impl CudaLabeler {
         self
     }
 
-    /// The algorithm: [`Algorithm::Auto`] or [`Algorithm::BlockUnionFind`] (the fast path),
+    /// The algorithm: [`Algorithm::Auto`] (the fastest: [`Algorithm::BitRuns`], or
+    /// [`Algorithm::BlockUnionFind`] for raw 8-connected labels), one of those two,
     /// [`Algorithm::Ha4`], [`Algorithm::TileMerge`] or [`Algorithm::LabelEquivalence`]; others
-    /// are refused when labeling.
+    /// are refused when labeling ([`Algorithm::BitRuns`] also on devices of compute
+    /// capability 7.5).
     pub fn algorithm(mut self, algorithm: Algorithm) -> Self {
         self.spec.algorithm = algorithm;
         self
@@ -400,7 +413,13 @@ impl CudaLabeler {
             connectivity: self.spec.connectivity,
             boundary: self.spec.boundary,
             segments: self.spec.segments,
-            family: family_of(self.spec.algorithm)?,
+            family: family_of(
+                self.spec.algorithm,
+                &self.backend.engine.gpu,
+                self.spec.connectivity,
+                self.spec.segments,
+                self.numbering,
+            )?,
             numbering: self.numbering,
         })
     }

@@ -1,0 +1,188 @@
+//! Bit runs: run-based union-find on bit-packed rows in shared-memory tiles, each tile labeled
+//! twice — the GPU fast path.
+//!
+//! A tile is 32 rows × 1024 columns (16 rows for segments); one thread block of 512 threads
+//! holds it as 32-bit row masks, one word per lane, so run starts, the contacts between rows and
+//! the ranks of runs cost a few bit operations and popcounts per 32 sites. The union-find nodes
+//! are the tile's horizontal runs, in shared memory; vertical unions happen only where a contact
+//! between two runs begins. Components that stay inside a tile are finished there; the others
+//! meet in a global forest kept in the label array itself (slots of local roots and tile-edge
+//! sites only), so the labeling needs the input, the labels and, for canonical numbering, one
+//! bit per site plus a count per (row, tile column).
+//!
+//! - `br_local` labels each tile and writes, for every tile-edge site, its local root + 1, and for
+//!   each edge component's local root, itself + 1 (a root of the global forest); canonical
+//!   numbering also gets the mask of the tiles' interior roots.
+//! - `br_merge` unites the sites facing each other across tile seams and the periodic edges
+//!   (atomicMin linking, finds starting at local roots).
+//! - Canonical only: `br_edges` (flatten) points every edge component straight at its global
+//!   root and adds the root to the mask; `br_count` and `canon_scan` count and scan the mask's
+//!   roots per (row, tile column) in raster order; `br_edges` (publish) writes `FLAG | rank` into
+//!   each global root of an edge component.
+//! - `br_final` labels each tile again and writes every site's label once.
+//!
+//! The lattice is read twice and the labels written once, with no full-size intermediate array:
+//! the local union-find is recomputed rather than stored, which is cheaper than a round trip of
+//! 4 bytes per site through device memory.
+
+use super::canonical::Geo;
+use super::context::{kernel_args, Gpu, Module};
+use super::engine::{Buffers, Job};
+use super::Numbering;
+use crate::Result;
+
+/// Columns per tile (`TW` in `bit_runs.cu`).
+pub(crate) const TILE_W: usize = 1024;
+/// Threads per tile (`BR_THREADS`).
+const THREADS: u32 = 512;
+/// Entries per chunk of `br_count` (`BR_CHUNK`).
+const COUNT_CHUNK: usize = 256;
+/// Worst-case union-find nodes per tile (`MAXN`).
+const MAX_NODES: usize = 16384;
+
+/// Rows per tile (`TH`): fewer for segments, whose rows can hold twice as many runs.
+pub(crate) fn tile_h(segments: bool) -> usize {
+    if segments {
+        16
+    } else {
+        32
+    }
+}
+
+/// Dynamic shared memory of `br_local` and `br_final` in bytes (`BR_SMEM_WORDS` words).
+pub(crate) fn shared_bytes(segments: bool) -> usize {
+    let th = tile_h(segments);
+    let planes = if segments { 5 } else { 2 };
+    let words = MAX_NODES + planes * th * 32 + th * 32 + 64 + MAX_NODES / 32 + 2 * th * 32 + 64;
+    words * 4
+}
+
+/// The kernels that take dynamic shared memory.
+pub(crate) const SHARED_KERNELS: [&str; 2] = ["br_local", "br_final"];
+
+/// Tiles across and down.
+fn tiles(job: &Job) -> (usize, usize) {
+    (
+        job.width.div_ceil(TILE_W),
+        job.height.div_ceil(tile_h(job.segments)),
+    )
+}
+
+/// Words of canonical numbering's scratch: the root mask (32 words per row and tile column),
+/// one count per (row, tile column) and one per chunk of those. Raw numbering needs none.
+pub(crate) fn scratch_words(job: &Job) -> usize {
+    if job.numbering == Numbering::Raw {
+        return 0;
+    }
+    let entries = job.height * tiles(job).0;
+    33 * entries + entries.div_ceil(COUNT_CHUNK).next_multiple_of(4)
+}
+
+/// Queues the labeling of `job`.
+pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
+    let geo = Geo::new(job);
+    let (tiles_x, tiles_y) = tiles(job);
+    let ntiles = (tiles_x * tiles_y) as u32;
+    let (tx, ty) = (tiles_x as u32, tiles_y as u32);
+    let (input, labels, count) = (bufs.input, bufs.labels, bufs.count);
+    let (wrap_x, wrap_y) = (job.boundary.wraps_x() as u32, job.boundary.wraps_y() as u32);
+    // Bit 0: 16-byte loads of u8 rows; bit 1: 16-byte stores of label rows.
+    let vec = u32::from(job.site.size() == 1 && input % 16 == 0 && job.width % 16 == 0)
+        | (u32::from(labels % 16 == 0 && job.width % 4 == 0) << 1);
+    let smem = shared_bytes(job.segments) as u32;
+    let canonical = job.numbering == Numbering::Canonical;
+    let entries = job.height * tiles_x;
+    let chunks = entries.div_ceil(COUNT_CHUNK) as u32;
+    let (mask, counts, chunk_counts) = if canonical {
+        let mask = bufs.aux;
+        let counts = mask + (32 * entries * 4) as u64;
+        (mask, counts, counts + (entries * 4) as u64)
+    } else {
+        (0, 0, 0)
+    };
+    let entries = entries as u32;
+    // SAFETY: the arguments match the kernels' parameters; `input` and `labels` hold the job's
+    // sites, the scratch words of `scratch_words` lie at `bufs.aux` (Engine::prepare), and the
+    // tile kernels' dynamic shared memory limit was raised when the module was loaded.
+    unsafe {
+        gpu.launch_shared(
+            module.func("br_local"),
+            (ntiles, 1, 1),
+            (THREADS, 1, 1),
+            smem,
+            &mut kernel_args![input, labels, geo, tx, vec, mask],
+        )?;
+        for (mode, seams, lines) in [
+            (0u32, ty - 1 + wrap_y, geo.w),
+            (1u32, tx - 1 + wrap_x, geo.h),
+        ] {
+            if seams > 0 {
+                gpu.launch(
+                    module.func("br_merge"),
+                    (lines.div_ceil(256), seams.min(65535), 1),
+                    (256, 1, 1),
+                    &mut kernel_args![input, labels, geo, tx, ty, wrap_x, wrap_y, mode],
+                )?;
+            }
+        }
+        let canon = u32::from(canonical);
+        if canonical {
+            let edges = |mode: u32| -> Result<()> {
+                for (part, lines, across) in [(0u32, 2 * ty, geo.w), (1u32, 2 * tx, geo.h)] {
+                    gpu.launch(
+                        module.func("br_edges"),
+                        (across.div_ceil(256), lines.min(65535), 1),
+                        (256, 1, 1),
+                        &mut kernel_args![
+                            labels,
+                            geo,
+                            mask,
+                            counts,
+                            chunk_counts,
+                            tx,
+                            ty,
+                            part,
+                            mode
+                        ],
+                    )?;
+                }
+                Ok(())
+            };
+            edges(0)?;
+            gpu.launch(
+                module.func("br_count"),
+                (chunks, 1, 1),
+                (256, 1, 1),
+                &mut kernel_args![mask, entries, counts, chunk_counts],
+            )?;
+            gpu.launch(
+                module.func("canon_scan"),
+                (1, 1, 1),
+                (1024, 1, 1),
+                &mut kernel_args![chunk_counts, chunks, count],
+            )?;
+            edges(1)?;
+        } else {
+            gpu.memset_zero(count, 4)?;
+        }
+        gpu.launch_shared(
+            module.func("br_final"),
+            (ntiles, 1, 1),
+            (THREADS, 1, 1),
+            smem,
+            &mut kernel_args![
+                input,
+                labels,
+                geo,
+                tx,
+                vec,
+                canon,
+                mask,
+                counts,
+                chunk_counts,
+                count
+            ],
+        )?;
+    }
+    Ok(())
+}
