@@ -1,6 +1,6 @@
-// Bit runs: run-based union-find on bit-packed rows, in shared-memory tiles that are labeled
-// twice (once to build the global forest of their edge components, once to write the labels)
-// so that the only full-size traffic is reading the lattice twice and writing the labels once.
+// Bit runs: run-based union-find on bit-packed rows, in shared-memory tiles labeled once; each
+// tile writes every site's label as its local root, and elementwise passes finish the components
+// that cross tile seams.
 //
 // A tile is TH rows x TW = 1024 columns; one CTA of 512 threads (16 warps) per tile. Lane k of a
 // warp holds columns 32k..32k+31 of a row as one 32-bit mask, so run starts, contacts between
@@ -12,31 +12,29 @@
 // Rows meet only where a contact between two runs begins (a few per 32 sites): a run's first
 // contact becomes its initial parent, with no find or atomic, and the others are unions.
 //
-// Components that do not touch the tile's edge are complete clusters: their label is known in
-// the tile. The others meet in a global forest that lives in the label array L itself: the slot
-// of a site index k holds k' + 1 with k' a smaller site of the same cluster, and k + 1 at a root
-// (common.cuh's convention; the root is the cluster's first site, its raw label root + 1).
+// The label array L is also the global forest (common.cuh's convention: the slot of site k holds
+// k' + 1 with k' a smaller site of the same cluster, and k + 1 at a root). br_local writes every
+// site's local root + 1, so each local root r holds r + 1: a component that stays inside its tile
+// is finished (its root is its first site), and the others meet across seams by linking local
+// roots, whose slots are the only ones the later passes change before the last.
 //
-//   br_local  labels the tile, writes L[s] = local root + 1 at every tile-edge site (0 where
-//             empty) and L[r] = r + 1 at each edge component's local root r; for canonical
-//             numbering also the bit mask of the tile's interior roots, row by row (RB).
-//   br_merge  unites, with atomicMin linking in L, the sites that face each other across tile
-//             seams (and the periodic edges, which are seams between the last and first row or
-//             column), starting each find at the site's local root, so that only local roots'
-//             slots are ever written (edge sites keep pointing at their local roots).
-//   br_edges  (canonical) flatten: every edge site and every edge component's local root point
-//             straight at the global root, whose bit joins RB; publish: each global root on an
-//             edge component gets FLAG | rank, from RB's counts.
-//   br_count  (canonical) counts RB's roots per (row, tile column) in raster order and scans them
-//             per chunk of 256 entries; canon_scan then scans the chunks.
-//   br_final  labels the tile again; each local root gets its label (interior: its key + 1 or its
-//             rank + 1; edge: from the global forest, read only), then every site is written
-//             once, 32 consecutive labels per lane.
-//
-// Raw numbering needs no flatten: br_final's read-only finds only follow slots of local roots,
-// and a slot that another tile overwrites with its final label (root + 1) stays a valid pointer.
-// Canonical labels need the flatten, since a final rank + 1 is not a pointer; a root's slot holds
-// FLAG | rank until its own tile writes rank + 1, and readers accept both.
+//   br_local   labels the tile and writes L in full, coalesced (lane k writes columns 4k..4k+3
+//              of 128-column chunks); for canonical numbering also the bit masks of the tile's
+//              interior roots (RB) and of its edge components' local roots (ER), row by row.
+//   br_merge   unites, with atomicMin linking in L, the sites that face each other across tile
+//              seams (and the periodic edges, which are seams between the last and first row or
+//              column), starting each find at the site's local root.
+//   br_edges   (flatten) every edge site and every edge component's local root point straight at
+//              the global root; canonical numbering adds the global roots to RB.
+//   br_count   (canonical) counts RB's roots per (row, tile column) in raster order and scans them
+//              per chunk of 256 entries; canon_scan then scans the chunks.
+//   br_publish (canonical) each root in RB gets FLAG | rank in its slot; br_spread then gives each
+//              edge component's other local roots (ER, br_local's mask of them) the same value.
+//   br_final   elementwise over L. Raw: a site whose local root r points at another root R takes
+//              R + 1 (sites of components inside one tile are not written again); the roots are
+//              counted. Canonical: every site takes rank + 1 from the FLAG | rank its slot or its
+//              local root's slot holds; a local root's slot may already hold its own final
+//              rank + 1 (written by its own thread), and both forms give the same label.
 
 #define TW 1024u
 #define TWW 32u // words per tile row
@@ -69,11 +67,7 @@
 #define OFF_PLANES MAXN
 #define OFF_EXCL (OFF_PLANES + NPLANES * TH * TWW)
 #define OFF_ROWBASE (OFF_EXCL + TH * TWW)
-#define OFF_ISROOT (OFF_ROWBASE + 64u)
-#define OFF_RBITS (OFF_ISROOT + MAXN / 32u)
-#define OFF_RPRE (OFF_RBITS + TH * TWW)
-#define OFF_RBASE (OFF_RPRE + TH * TWW)
-#define BR_SMEM_WORDS (OFF_RBASE + 64u)
+#define BR_SMEM_WORDS (OFF_ROWBASE + 64u)
 
 // Counts per chunk in br_count (src/cuda/bit_runs.rs: COUNT_CHUNK).
 #define BR_CHUNK 256u
@@ -203,10 +197,11 @@ __device__ __forceinline__ u32 load_occ(const site_t* __restrict__ in, const Geo
     return m;
 }
 
-// What both labeling passes do: load the tile's rows as masks, number the runs, unite them in
-// shared memory, and mark the components that touch the tile's edge. Returns the node count.
+// Loads the tile's rows as masks, numbers the runs, unites them in shared memory and, when
+// mark_edges (canonical numbering), marks the components that touch the tile's edge. Returns the
+// node count.
 __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, const Geo& g,
-                                             const BrTile& t, u32 vec, u32* sm) {
+                                             const BrTile& t, u32 vec, u32* sm, bool mark_edges) {
     u32* ent = sm;
     u32* excl_pl = sm + OFF_EXCL;
     u32* rowbase = sm + OFF_ROWBASE;
@@ -257,7 +252,6 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
         plane(sm, P_OCC, r)[lane] = occ;
         plane(sm, P_JL, r)[lane] = jl;
     }
-    for (u32 i = threadIdx.x; i < MAXN / 32u; i += BR_THREADS) sm[OFF_ISROOT + i] = 0;
     __syncthreads();
 
     // 2. Run starts and their ranks in each row; row totals.
@@ -406,7 +400,7 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
 #pragma unroll
     for (u32 j = 0; j < RPW; j++) {
         const u32 r = warp + j * BR_WARPS;
-        if (r >= t.rows) continue;
+        if (!mark_edges || r >= t.rows) continue;
         const u32 occ = plane(sm, P_OCC, r)[lane];
         const u32 rs = occ & ~plane(sm, P_JL, r)[lane];
         const u32 nb = rowbase[r] + excl_pl[r * TWW + lane];
@@ -422,60 +416,36 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
     return nodes;
 }
 
-// The first labeling pass. Grid: one CTA of BR_THREADS per tile (tiles_x * tiles_y);
-// dynamic shared memory BR_SMEM_WORDS words, which allows two CTAs per multiprocessor (hence the
-// launch bounds: up to 64 registers a thread). RB: canonical numbering's root masks, or null.
+// The labeling pass. Grid: one CTA of BR_THREADS per tile (tiles_x * tiles_y); dynamic shared
+// memory BR_SMEM_WORDS words, which allows two CTAs per multiprocessor (hence the launch bounds:
+// up to 64 registers a thread). RB and ER: canonical numbering's masks of the interior roots and
+// of the edge components' local roots, or null (raw numbering).
 extern "C" __global__ void __launch_bounds__(BR_THREADS, 2)
-br_local(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 vec, u32* RB) {
+br_local(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 vec, u32* RB, u32* ER) {
     extern __shared__ u32 sm[];
     const BrTile t = br_tile(g, tiles_x);
-    const u32 nodes = br_label_tile(in, g, t, vec, sm);
+    const u32 nodes = br_label_tile(in, g, t, vec, sm, RB != nullptr);
     u32* ent = sm;
     const u32* excl_pl = sm + OFF_EXCL;
     const u32* rowbase = sm + OFF_ROWBASE;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const u32 last_row = t.rows - 1, last_col = t.cols - 1;
 
-    // Edge sites point at their local roots.
-#pragma unroll
-    for (u32 j = 0; j < RPW; j++) {
-        const u32 r = warp + j * BR_WARPS;
-        if (r >= t.rows) continue;
-        const u32 y = t.y0 + r, x = t.x0 + 32u * lane;
-        const u32 occ = plane(sm, P_OCC, r)[lane];
-        const u32 rs = occ & ~plane(sm, P_JL, r)[lane];
-        const u32 nb = rowbase[r] + excl_pl[r * TWW + lane];
-        if (r == 0 || r == last_row) {
-            if (x < g.w) {
-                const u32 n = min(32u, g.w - x);
-                u32 cur = (occ & ~rs & 1u) ? node_key(ent, g, t, br_find(ent, nb - 1)) + 1 : 0u;
-                u32 next = nb;
-                for (u32 i = 0; i < n; i++) {
-                    if ((rs >> i) & 1u) cur = node_key(ent, g, t, br_find(ent, next++)) + 1;
-                    L[y * g.w + x + i] = ((occ >> i) & 1u) ? cur : 0u;
-                }
-            }
-        } else {
-            if (lane == 0)
-                L[y * g.w + t.x0] = (occ & 1u) ? node_key(ent, g, t, br_find(ent, nb)) + 1 : 0u;
-            if (lane == (last_col >> 5)) {
-                const u32 b = last_col & 31;
-                L[y * g.w + t.x0 + last_col] =
-                    ((occ >> b) & 1u)
-                        ? node_key(ent, g, t, br_find(ent, nb + __popc(rs & le_mask(b)) - 1)) + 1
-                        : 0u;
-            }
+    // Every node straight at its local root, with read-only finds (a halving store of the union
+    // phase can land after another thread's compression, so parents are not all roots yet); this
+    // thread's roots remembered in a register (node threadIdx.x + 512 k is bit k).
+    u32 mine = 0;
+    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
+        const u32 r = br_find_ro(ent, n);
+        if (r == n) {
+            mine |= 1u << k;
+        } else if (e_par(ent[n]) != r) {
+            ent[n] = (ent[n] & (OWN_MASK | EDGE)) | (r << PAR_SHIFT);
         }
     }
-    // Edge components' local roots are roots of the global forest.
-    for (u32 n = threadIdx.x; n < nodes; n += BR_THREADS) {
-        const u32 e = ent[n];
-        if ((e & EDGE) && e_par(e) == n) {
-            const u32 k = node_key(ent, g, t, n);
-            L[k] = k + 1;
-        }
-    }
-    // Canonical numbering: the interior roots, one bit per site, in raster order.
+    __syncthreads();
+
+    // Canonical numbering: the local roots, one bit per site in raster order, of interior
+    // components (RB) and of edge components (ER).
     if (RB != nullptr) {
 #pragma unroll
         for (u32 j = 0; j < RPW; j++) {
@@ -483,15 +453,66 @@ br_local(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 vec, u32
             if (r >= t.rows) continue;
             u32 rs = plane(sm, P_OCC, r)[lane] & ~plane(sm, P_JL, r)[lane];
             u32 n = rowbase[r] + excl_pl[r * TWW + lane];
-            u32 bits = 0;
+            u32 bits = 0, edge = 0;
             while (rs) {
                 const u32 i = __ffs(rs) - 1;
                 rs &= rs - 1;
                 const u32 e = ent[n];
-                if (!(e & EDGE) && e_par(e) == n) bits |= 1u << i;
+                if (e_par(e) == n) {
+                    if (e & EDGE) edge |= 1u << i;
+                    else bits |= 1u << i;
+                }
                 n++;
             }
-            RB[(((t.y0 + r) * tiles_x + t.tx) << 5) + lane] = bits;
+            const u32 at = (((t.y0 + r) * tiles_x + t.tx) << 5) + lane;
+            RB[at] = bits;
+            ER[at] = edge;
+        }
+    }
+
+    // Each entry becomes its node's label, local root + 1: non-roots first (reading their
+    // roots' own fields, which stay until the roots' turn), then the roots.
+    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
+        if (!((mine >> k) & 1u)) ent[n] = node_key(ent, g, t, e_par(ent[n])) + 1;
+    }
+    __syncthreads();
+    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
+        if ((mine >> k) & 1u) ent[n] = node_key(ent, g, t, n) + 1;
+    }
+    __syncthreads();
+
+    // Every site once, coalesced: lane k writes columns 4k..4k+3 of each 128-column chunk, whose
+    // word (k / 8 of the chunk's four) comes from its lane by shuffle.
+    const u32 b0 = (lane & 7u) * 4u;
+    const u32 below = b0 ? le_mask(b0 - 1) : 0u;
+#pragma unroll
+    for (u32 j = 0; j < RPW; j++) {
+        const u32 r = warp + j * BR_WARPS;
+        if (r >= t.rows) continue; // uniform across the warp
+        const u32 occ_l = plane(sm, P_OCC, r)[lane];
+        const u32 rs_l = occ_l & ~plane(sm, P_JL, r)[lane];
+        const u32 nb_l = rowbase[r] + excl_pl[r * TWW + lane];
+        u32* out = L + (t.y0 + r) * g.w + t.x0;
+        for (u32 c0 = 0; c0 < t.cols; c0 += 128u) {
+            const u32 src = (c0 >> 5) + (lane >> 3);
+            const u32 occ = __shfl_sync(FULL, occ_l, src);
+            const u32 rs = __shfl_sync(FULL, rs_l, src);
+            // The node of the run holding bit b0 (if occupied): runs started up to b0, minus one.
+            u32 n = __shfl_sync(FULL, nb_l, src) + __popc(rs & below);
+            u32 v[4];
+#pragma unroll
+            for (u32 q = 0; q < 4; q++) {
+                n += (rs >> (b0 + q)) & 1u;
+                v[q] = ((occ >> (b0 + q)) & 1u) ? ent[n - 1] : 0u;
+            }
+            const u32 c = c0 + 4u * lane;
+            if ((vec & 2u) && c0 + 128u <= t.cols) {
+                *reinterpret_cast<uint4*>(out + c) = make_uint4(v[0], v[1], v[2], v[3]);
+            } else {
+#pragma unroll
+                for (u32 q = 0; q < 4; q++)
+                    if (c + q < t.cols) out[c + q] = v[q];
+            }
         }
     }
 }
@@ -586,15 +607,15 @@ __device__ __forceinline__ u32 rb_entry(const Geo& g, u32 tiles_x, u32 R, u32* x
     return y * tiles_x + x / TW;
 }
 
-// Canonical numbering's passes over the tile-edge sites. part 0: each tile's first and last rows;
-// grid (ceil(w / 256), min(2 * tiles_y, 65535)); part 1: each tile's first and last columns; grid
-// (ceil(h / 256), min(2 * tiles_x, 65535)); CTA 256.
-// mode 0 (flatten): edge sites and their local roots point straight at the global root, and a
-// global root that is an edge component's local root gets its bit in RB. mode 1 (publish): each
-// such root's slot becomes FLAG | rank.
+// Flatten, over the tile-edge sites. part 0: each tile's first and last rows; grid
+// (ceil(w / 256), min(2 * tiles_y, 65535)); part 1: each tile's first and last columns; grid
+// (ceil(h / 256), min(2 * tiles_x, 65535)); CTA 256. Every edge site, and its local root, point
+// straight at the global root afterwards: every edge component's local root is reached, through
+// any of its edge sites (br_local pointed them at it) or as an edge site itself (whose slot the
+// merge may have linked onward). RB (canonical numbering, else null) gets the bit of each global
+// root that is a local root here.
 extern "C" __global__ void __launch_bounds__(256)
-br_edges(u32* L, Geo g, u32* RB, const u32* __restrict__ CNT, const u32* __restrict__ CHUNK,
-         u32 tiles_x, u32 tiles_y, u32 part, u32 mode) {
+br_edges(u32* L, Geo g, u32* RB, u32 tiles_x, u32 tiles_y, u32 part) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     const u32 lane = threadIdx.x & 31;
     const u32 lines = part == 0 ? 2 * tiles_y : 2 * tiles_x;
@@ -613,35 +634,16 @@ br_edges(u32* L, Geo g, u32* RB, const u32* __restrict__ CNT, const u32* __restr
             s = i * g.w + x;
         }
         const u32 v = ok ? ld_cg(L + s) : 0u;
-        if (mode == 0) {
-            // Every edge site, so that each edge component's local root is reached (also one
-            // whose only edge site is itself, whose slot the merge may have linked onward).
-            const u32 r = v - 1;
-            const u32 R = v ? br_root(L, r) : FULL;
-            const u32 Rl = __shfl_up_sync(FULL, R, 1);
-            if (v == 0) continue;
-            if (R != r) L[r] = R + 1;
-            if (R != s) L[s] = R + 1;
-            if (R == r && !(lane > 0 && Rl == R)) {
-                u32 x;
-                const u32 e = rb_entry(g, tiles_x, R, &x);
-                atomicOr(RB + (e << 5) + ((x % TW) >> 5), 1u << (x & 31));
-            }
-        } else {
-            // After the flatten, v = R + 1 for the global root R, or FLAG | rank at a root that
-            // is numbered already. Neighbours with the same v number the same root: the first
-            // does it.
-            const u32 vl = __shfl_up_sync(FULL, v, 1);
-            if (v == 0 || (v & FLAG) || (lane > 0 && vl == v)) continue;
-            const u32 R = v - 1;
-            if (ld_cg(L + R) & FLAG) continue;
+        const u32 r = v - 1;
+        const u32 R = v ? br_root(L, r) : FULL;
+        const u32 Rl = __shfl_up_sync(FULL, R, 1);
+        if (v == 0) continue;
+        if (R != r) L[r] = R + 1;
+        if (R != s) L[s] = R + 1;
+        if (RB != nullptr && R == r && !(lane > 0 && Rl == R)) {
             u32 x;
             const u32 e = rb_entry(g, tiles_x, R, &x);
-            const u32* words = RB + (e << 5);
-            const u32 w = (x % TW) >> 5;
-            u32 rank = CHUNK[e / BR_CHUNK] + CNT[e] + __popc(words[w] & ((1u << (x & 31)) - 1u));
-            for (u32 k = 0; k < w; k++) rank += __popc(words[k]);
-            L[R] = FLAG | rank;
+            atomicOr(RB + (e << 5) + ((x % TW) >> 5), 1u << (x & 31));
         }
     }
 }
@@ -670,117 +672,83 @@ br_count(const u32* __restrict__ RB, u32 entries, u32* CNT, u32* CHUNK) {
     if (threadIdx.x == 0) CHUNK[blockIdx.x] = total;
 }
 
-// The second labeling pass: every site's label. Grid and shared memory as br_local. canonical:
-// RB, CNT and CHUNK are br_count's and canon_scan's results; raw: roots are counted into *count.
-extern "C" __global__ void __launch_bounds__(BR_THREADS, 2)
-br_final(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 vec, u32 canonical,
-         const u32* __restrict__ RB, const u32* __restrict__ CNT, const u32* __restrict__ CHUNK,
-         u32* count) {
-    extern __shared__ u32 sm[];
-    const BrTile t = br_tile(g, tiles_x);
-    u32* ent = sm;
-    const u32* excl_pl = sm + OFF_EXCL;
-    const u32* rowbase = sm + OFF_ROWBASE;
-    u32* isroot = sm + OFF_ISROOT;
-    u32* rbits = sm + OFF_RBITS;
-    u32* rpre = sm + OFF_RPRE;
-    u32* rbase = sm + OFF_RBASE;
-    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+// Canonical numbering: each root in RB (one warp per (row, tile column) entry, a lane per word)
+// gets FLAG | rank in its slot, rank = CHUNK[e / BR_CHUNK] + CNT[e] + the roots before it in the
+// entry. Grid: ceil(entries / 8) CTAs of 256 threads.
+extern "C" __global__ void __launch_bounds__(256)
+br_publish(u32* L, Geo g, const u32* __restrict__ RB, const u32* __restrict__ CNT,
+           const u32* __restrict__ CHUNK, u32 tiles_x, u32 entries) {
+    const u32 e = blockIdx.x * 8u + (threadIdx.x >> 5);
+    const u32 lane = threadIdx.x & 31;
+    if (e >= entries) return; // uniform across the warp
+    u32 word = RB[(e << 5) + lane];
+    const u32 c = __popc(word);
+    u32 rank = CHUNK[e / BR_CHUNK] + CNT[e] + warp_incl_scan(c, lane) - c;
+    const u32 y = e / tiles_x, tx = e - y * tiles_x;
+    const u32 base = y * g.w + tx * TW + 32u * lane;
+    while (word) {
+        const u32 b = __ffs(word) - 1;
+        word &= word - 1;
+        L[base + b] = FLAG | rank++;
+    }
+}
+
+// Canonical numbering, after br_publish: each edge component's local root (ER, laid out as RB)
+// that is not its global root takes the root's FLAG | rank, so that every occupied site finds a
+// flagged slot in its own or its local root's slot. Grid: ceil(32 * entries / 256) CTAs of 256.
+extern "C" __global__ void __launch_bounds__(256)
+br_spread(u32* L, Geo g, const u32* __restrict__ ER, u32 tiles_x, u32 entries) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 32u * entries) return;
+    u32 word = ER[i];
+    const u32 e = i >> 5, lane = i & 31;
+    const u32 y = e / tiles_x, tx = e - y * tiles_x;
+    const u32 base = y * g.w + tx * TW + 32u * lane;
+    while (word) {
+        const u32 b = __ffs(word) - 1;
+        word &= word - 1;
+        const u32 f = ld_cg(L + base + b);
+        if (!(f & FLAG)) L[base + b] = ld_cg(L + (f - 1));
+    }
+}
+
+// The last pass, elementwise over the n sites of L (grid-stride, 4 sites a thread where `vec`).
+// Raw (canonical = 0): a site whose local root r holds another root's R + 1 takes it; sites whose
+// local root is global keep their label (local roots' slots are never written here), and the
+// roots (L[s] = s + 1) are counted into *count. Canonical: every occupied site takes rank + 1
+// (see the header comment).
+__device__ __forceinline__ u32 br_final_one(const u32* L, u32 s, u32 v, u32 canonical, u32* roots) {
+    if (v == 0) return 0u;
     if (canonical) {
-        // Ranks of the tile's roots: each row's first rank and the roots before each word.
-#pragma unroll
-        for (u32 j = 0; j < RPW; j++) {
-            const u32 r = warp + j * BR_WARPS;
-            if (r >= t.rows) continue;
-            const u32 e = (t.y0 + r) * tiles_x + t.tx;
-            const u32 word = RB[(e << 5) + lane];
-            const u32 c = __popc(word);
-            rpre[r * TWW + lane] = warp_incl_scan(c, lane) - c;
-            rbits[r * TWW + lane] = word;
-            if (lane == 0) rbase[r] = CHUNK[e / BR_CHUNK] + CNT[e];
-        }
+        if (v & FLAG) return (v & ~FLAG) + 1;
+        const u32 u = L[v - 1];
+        return (u & FLAG) ? (u & ~FLAG) + 1 : u;
     }
-    const u32 nodes = br_label_tile(in, g, t, vec, sm);
+    const u32 u = L[v - 1];
+    *roots += u == v && v == s + 1;
+    return u;
+}
 
-    // Every node straight at its root (read-only finds, so no stale halving store can land
-    // after the final one); roots flagged.
-    for (u32 n = threadIdx.x; n < nodes; n += BR_THREADS) {
-        const u32 r = br_find_ro(ent, n);
-        if (r == n) {
-            atomicOr(isroot + (n >> 5), 1u << (n & 31));
-        } else {
-            ent[n] = (ent[n] & (OWN_MASK | EDGE)) | (r << PAR_SHIFT);
-        }
-    }
-    __syncthreads();
-    // Each root's label replaces its entry.
+extern "C" __global__ void __launch_bounds__(256)
+br_final(u32* L, u64 n, u32 canonical, u32 vec, u32* count) {
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     u32 roots = 0;
-    for (u32 n = threadIdx.x; n < nodes; n += BR_THREADS) {
-        if (!((isroot[n >> 5] >> (n & 31)) & 1u)) continue;
-        const u32 e = ent[n];
-        const u32 row = (e >> 10) & 31u, col = e & 1023u;
-        const u32 key = (t.y0 + row) * g.w + t.x0 + col;
-        u32 label;
-        if (e & EDGE) {
-            if (canonical) {
-                const u32 v = ld_cg(L + key);
-                if (v & FLAG) {
-                    label = (v & ~FLAG) + 1;
-                } else {
-                    const u32 u = ld_cg(L + (v - 1));
-                    label = (u & FLAG) ? (u & ~FLAG) + 1 : u;
-                }
-            } else {
-                const u32 R = br_root(L, key);
-                roots += R == key;
-                label = R + 1;
-            }
-        } else if (canonical) {
-            const u32 w = col >> 5;
-            label = rbase[row] + rpre[row * TWW + w] +
-                    __popc(rbits[row * TWW + w] & ((1u << (col & 31)) - 1u)) + 1;
-        } else {
-            roots++;
-            label = key + 1;
-        }
-        ent[n] = label;
+    const u64 n4 = vec ? n / 4 : 0;
+    for (u64 i = first; i < n4; i += stride) {
+        const uint4 v = reinterpret_cast<const uint4*>(L)[i];
+        const u32 s = (u32)(i * 4);
+        const uint4 o = make_uint4(br_final_one(L, s, v.x, canonical, &roots),
+                                   br_final_one(L, s + 1, v.y, canonical, &roots),
+                                   br_final_one(L, s + 2, v.z, canonical, &roots),
+                                   br_final_one(L, s + 3, v.w, canonical, &roots));
+        if (o.x != v.x || o.y != v.y || o.z != v.z || o.w != v.w)
+            reinterpret_cast<uint4*>(L)[i] = o;
     }
-    __syncthreads();
-
-    // Every site once: lane k writes the 32 labels of its word.
-#pragma unroll
-    for (u32 j = 0; j < RPW; j++) {
-        const u32 r = warp + j * BR_WARPS;
-        if (r >= t.rows) continue;
-        const u32 y = t.y0 + r, x = t.x0 + 32u * lane;
-        if (x >= g.w) continue;
-        const u32 occ = plane(sm, P_OCC, r)[lane];
-        const u32 rs = occ & ~plane(sm, P_JL, r)[lane];
-        u32 next = rowbase[r] + excl_pl[r * TWW + lane];
-        auto lab = [&](u32 n) -> u32 {
-            return ((isroot[n >> 5] >> (n & 31)) & 1u) ? ent[n] : ent[e_par(ent[n])];
-        };
-        u32 cur = (occ & ~rs & 1u) ? lab(next - 1) : 0u;
-        u32* out = L + y * g.w + x;
-        if ((vec & 2u) && x + 32u <= g.w) {
-#pragma unroll
-            for (u32 q = 0; q < 8; q++) {
-                u32 v4[4];
-#pragma unroll
-                for (u32 k = 0; k < 4; k++) {
-                    const u32 i = q * 4 + k;
-                    if ((rs >> i) & 1u) cur = lab(next++);
-                    v4[k] = ((occ >> i) & 1u) ? cur : 0u;
-                }
-                reinterpret_cast<uint4*>(out)[q] = make_uint4(v4[0], v4[1], v4[2], v4[3]);
-            }
-        } else {
-            const u32 n = min(32u, g.w - x);
-            for (u32 i = 0; i < n; i++) {
-                if ((rs >> i) & 1u) cur = lab(next++);
-                out[i] = ((occ >> i) & 1u) ? cur : 0u;
-            }
-        }
+    for (u64 i = n4 * 4 + first; i < n; i += stride) {
+        const u32 v = L[i];
+        const u32 o = br_final_one(L, (u32)i, v, canonical, &roots);
+        if (o != v) L[i] = o;
     }
     if (!canonical) warp_add(count, roots);
 }

@@ -1,29 +1,29 @@
 //! Bit runs: run-based union-find on bit-packed rows in shared-memory tiles, each tile labeled
-//! twice — the GPU fast path.
+//! once — the GPU fast path.
 //!
 //! A tile is 32 rows × 1024 columns (16 rows for segments); one thread block of 512 threads
 //! holds it as 32-bit row masks, one word per lane, so run starts, the contacts between rows and
 //! the ranks of runs cost a few bit operations and popcounts per 32 sites. The union-find nodes
 //! are the tile's horizontal runs, in shared memory; vertical unions happen only where a contact
-//! between two runs begins. Components that stay inside a tile are finished there; the others
-//! meet in a global forest kept in the label array itself (slots of local roots and tile-edge
-//! sites only), so the labeling needs the input, the labels and, for canonical numbering, one
-//! bit per site plus a count per (row, tile column).
+//! between two runs begins. The tile then writes every site's label as its local root + 1,
+//! coalesced: components that stay inside a tile are finished, and the label array itself is the
+//! global forest in which the others meet (only local roots' slots are linked).
 //!
-//! - `br_local` labels each tile and writes, for every tile-edge site, its local root + 1, and for
-//!   each edge component's local root, itself + 1 (a root of the global forest); canonical
-//!   numbering also gets the mask of the tiles' interior roots.
+//! - `br_local` labels each tile and writes every site; canonical numbering also gets the masks
+//!   of the tiles' interior roots and of their edge components' local roots.
 //! - `br_merge` unites the sites facing each other across tile seams and the periodic edges
 //!   (atomicMin linking, finds starting at local roots).
-//! - Canonical only: `br_edges` (flatten) points every edge component straight at its global
-//!   root and adds the root to the mask; `br_count` and `canon_scan` count and scan the mask's
-//!   roots per (row, tile column) in raster order; `br_edges` (publish) writes `FLAG | rank` into
-//!   each global root of an edge component.
-//! - `br_final` labels each tile again and writes every site's label once.
+//! - `br_edges` (flatten) points every tile-edge site and every edge component's local root
+//!   straight at its global root (canonical: and adds that root to the mask).
+//! - Canonical only: `br_count` and `canon_scan` count and scan the mask's roots per (row, tile
+//!   column) in raster order; `br_publish` writes `FLAG | rank` into every root, `br_spread` into
+//!   the edge components' other local roots.
+//! - `br_final`, elementwise: a site whose local root points at another root takes that root's
+//!   label (raw), or every site takes its rank + 1 (canonical).
 //!
-//! The lattice is read twice and the labels written once, with no full-size intermediate array:
-//! the local union-find is recomputed rather than stored, which is cheaper than a round trip of
-//! 4 bytes per site through device memory.
+//! The lattice is read once; the labels are written by the tiles and then read and, where a
+//! component crosses a tile seam (raw) or everywhere (canonical), written again. Canonical
+//! numbering's scratch is two bits per site plus a count per (row, tile column).
 
 use super::canonical::Geo;
 use super::context::{kernel_args, Gpu, Module};
@@ -49,16 +49,16 @@ pub(crate) fn tile_h(segments: bool) -> usize {
     }
 }
 
-/// Dynamic shared memory of `br_local` and `br_final` in bytes (`BR_SMEM_WORDS` words).
+/// Dynamic shared memory of `br_local` in bytes (`BR_SMEM_WORDS` words).
 pub(crate) fn shared_bytes(segments: bool) -> usize {
     let th = tile_h(segments);
     let planes = if segments { 5 } else { 2 };
-    let words = MAX_NODES + planes * th * 32 + th * 32 + 64 + MAX_NODES / 32 + 2 * th * 32 + 64;
+    let words = MAX_NODES + planes * th * 32 + th * 32 + 64;
     words * 4
 }
 
 /// The kernels that take dynamic shared memory.
-pub(crate) const SHARED_KERNELS: [&str; 2] = ["br_local", "br_final"];
+pub(crate) const SHARED_KERNELS: [&str; 1] = ["br_local"];
 
 /// Tiles across and down.
 fn tiles(job: &Job) -> (usize, usize) {
@@ -69,14 +69,18 @@ fn tiles(job: &Job) -> (usize, usize) {
 }
 
 /// Words of canonical numbering's scratch: the root mask (32 words per row and tile column),
-/// one count per (row, tile column) and one per chunk of those. Raw numbering needs none.
+/// one count per (row, tile column), one per chunk of those, and the mask of edge components'
+/// local roots. Raw numbering needs none.
 pub(crate) fn scratch_words(job: &Job) -> usize {
     if job.numbering == Numbering::Raw {
         return 0;
     }
     let entries = job.height * tiles(job).0;
-    33 * entries + entries.div_ceil(COUNT_CHUNK).next_multiple_of(4)
+    65 * entries + entries.div_ceil(COUNT_CHUNK).next_multiple_of(4)
 }
+
+/// Thread blocks of the elementwise `br_final`: a few waves of a large GPU, grid-stride beyond.
+const FINAL_BLOCKS: usize = 4096;
 
 /// Queues the labeling of `job`.
 pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
@@ -92,25 +96,31 @@ pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Resu
     let smem = shared_bytes(job.segments) as u32;
     let canonical = job.numbering == Numbering::Canonical;
     let entries = job.height * tiles_x;
-    let chunks = entries.div_ceil(COUNT_CHUNK) as u32;
-    let (mask, counts, chunk_counts) = if canonical {
+    let chunks = entries.div_ceil(COUNT_CHUNK);
+    // Canonical scratch at `bufs.aux`: root mask, counts, chunk counts, edge-root mask.
+    let (mask, counts, chunk_counts, edge_roots) = if canonical {
         let mask = bufs.aux;
         let counts = mask + (32 * entries * 4) as u64;
-        (mask, counts, counts + (entries * 4) as u64)
+        let chunk_counts = counts + (entries * 4) as u64;
+        let edge_roots = chunk_counts + (chunks.next_multiple_of(4) * 4) as u64;
+        (mask, counts, chunk_counts, edge_roots)
     } else {
-        (0, 0, 0)
+        (0, 0, 0, 0)
     };
-    let entries = entries as u32;
+    let (entries, chunks) = (entries as u32, chunks as u32);
+    let sites = job.sites() as u64;
+    let final_vec = u32::from(labels % 16 == 0);
+    let final_blocks = (job.sites().div_ceil(4 * 256)).clamp(1, FINAL_BLOCKS) as u32;
     // SAFETY: the arguments match the kernels' parameters; `input` and `labels` hold the job's
     // sites, the scratch words of `scratch_words` lie at `bufs.aux` (Engine::prepare), and the
-    // tile kernels' dynamic shared memory limit was raised when the module was loaded.
+    // tile kernel's dynamic shared memory limit was raised when the module was loaded.
     unsafe {
         gpu.launch_shared(
             module.func("br_local"),
             (ntiles, 1, 1),
             (THREADS, 1, 1),
             smem,
-            &mut kernel_args![input, labels, geo, tx, vec, mask],
+            &mut kernel_args![input, labels, geo, tx, vec, mask, edge_roots],
         )?;
         for (mode, seams, lines) in [
             (0u32, ty - 1 + wrap_y, geo.w),
@@ -125,30 +135,15 @@ pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Resu
                 )?;
             }
         }
-        let canon = u32::from(canonical);
+        for (part, lines, across) in [(0u32, 2 * ty, geo.w), (1u32, 2 * tx, geo.h)] {
+            gpu.launch(
+                module.func("br_edges"),
+                (across.div_ceil(256), lines.min(65535), 1),
+                (256, 1, 1),
+                &mut kernel_args![labels, geo, mask, tx, ty, part],
+            )?;
+        }
         if canonical {
-            let edges = |mode: u32| -> Result<()> {
-                for (part, lines, across) in [(0u32, 2 * ty, geo.w), (1u32, 2 * tx, geo.h)] {
-                    gpu.launch(
-                        module.func("br_edges"),
-                        (across.div_ceil(256), lines.min(65535), 1),
-                        (256, 1, 1),
-                        &mut kernel_args![
-                            labels,
-                            geo,
-                            mask,
-                            counts,
-                            chunk_counts,
-                            tx,
-                            ty,
-                            part,
-                            mode
-                        ],
-                    )?;
-                }
-                Ok(())
-            };
-            edges(0)?;
             gpu.launch(
                 module.func("br_count"),
                 (chunks, 1, 1),
@@ -161,27 +156,27 @@ pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Resu
                 (1024, 1, 1),
                 &mut kernel_args![chunk_counts, chunks, count],
             )?;
-            edges(1)?;
+            gpu.launch(
+                module.func("br_publish"),
+                (entries.div_ceil(8), 1, 1),
+                (256, 1, 1),
+                &mut kernel_args![labels, geo, mask, counts, chunk_counts, tx, entries],
+            )?;
+            gpu.launch(
+                module.func("br_spread"),
+                ((32 * entries).div_ceil(256), 1, 1),
+                (256, 1, 1),
+                &mut kernel_args![labels, geo, edge_roots, tx, entries],
+            )?;
         } else {
             gpu.memset_zero(count, 4)?;
         }
-        gpu.launch_shared(
+        let canon = u32::from(canonical);
+        gpu.launch(
             module.func("br_final"),
-            (ntiles, 1, 1),
-            (THREADS, 1, 1),
-            smem,
-            &mut kernel_args![
-                input,
-                labels,
-                geo,
-                tx,
-                vec,
-                canon,
-                mask,
-                counts,
-                chunk_counts,
-                count
-            ],
+            (final_blocks, 1, 1),
+            (256, 1, 1),
+            &mut kernel_args![labels, sites, canon, final_vec, count],
         )?;
     }
     Ok(())

@@ -163,7 +163,15 @@ impl Family {
             ],
             Family::TileMerge => &["tm_local", "tm_merge", "tm_wrap", "tm_final"],
             Family::Ha4 => &["ha4_strip", "ha4_border", "ha4_wrap", "ha4_relabel"],
-            Family::BitRuns => &["br_local", "br_merge", "br_edges", "br_count", "br_final"],
+            Family::BitRuns => &[
+                "br_local",
+                "br_merge",
+                "br_edges",
+                "br_count",
+                "br_publish",
+                "br_spread",
+                "br_final",
+            ],
             Family::Regions => crate::cuda::regions::KERNELS,
         }
     }
