@@ -29,12 +29,12 @@ pub enum Algorithm {
     /// Tile merge (Šťava & Beneš 2010): shared-memory tiles labeled locally, then hierarchical
     /// border merging and a final flatten (GPU).
     TileMerge,
-    /// Block-based union-find on 2×2 blocks for 8-connectivity, 2×1 for 4-connectivity (GPU; the
-    /// fast path for raw 8-connected labels).
+    /// Block-based union-find on 2×2 blocks for 8-connectivity, 2×1 for 4-connectivity (GPU; what
+    /// `Auto` picks on devices of compute capability 7.5).
     BlockUnionFind,
     /// Run-based union-find on bit-packed rows in shared-memory tiles of 32 × 1024 sites, each
-    /// labeled twice so that the only full-size traffic is reading the lattice twice and writing
-    /// the labels once (GPU).
+    /// labeled once and written whole, then elementwise passes for the clusters that cross tile
+    /// seams (GPU; the fastest, what `Auto` picks).
     BitRuns,
 }
 

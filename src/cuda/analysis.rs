@@ -113,13 +113,7 @@ impl DeviceAnalysis {
             // Pieces with open boundaries: the host joins them across the seams by winding.
             boundary: Boundary::Open,
             segments: false,
-            family: family_of(
-                Algorithm::BlockUnionFind,
-                &self.engine.gpu,
-                Connectivity::Four,
-                false,
-                Numbering::Canonical,
-            )?,
+            family: family_of(Algorithm::BlockUnionFind, &self.engine.gpu, false)?,
             numbering: Numbering::Canonical,
         })
     }

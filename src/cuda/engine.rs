@@ -102,21 +102,12 @@ impl Job {
 }
 
 /// The kernel family that runs `algorithm` on `gpu` for lattices of this kind. `Auto` is the
-/// fastest measured on an H200 (README, "GPU"): bit runs, except for raw 8-connected labels of
-/// occupancy lattices, where block union-find's 2×2 blocks win, and block union-find on devices
-/// that cannot give a block bit runs' shared memory (compute capability 7.5).
-pub(crate) fn family_of(
-    algorithm: Algorithm,
-    gpu: &Gpu,
-    connectivity: Connectivity,
-    segments: bool,
-    numbering: Numbering,
-) -> Result<Family> {
-    let raw8 = connectivity == Connectivity::Eight && !segments && numbering == Numbering::Raw;
-    let auto_bit_runs = !raw8;
+/// fastest measured (README, "GPU"): bit runs, or block union-find on devices that cannot give a
+/// block bit runs' shared memory (compute capability 7.5).
+pub(crate) fn family_of(algorithm: Algorithm, gpu: &Gpu, segments: bool) -> Result<Family> {
     let bit_runs_fit = bit_runs::shared_bytes(segments) <= gpu.max_shared_optin;
     match algorithm {
-        Algorithm::Auto if bit_runs_fit && auto_bit_runs => Ok(Family::BitRuns),
+        Algorithm::Auto if bit_runs_fit => Ok(Family::BitRuns),
         Algorithm::Auto | Algorithm::BlockUnionFind => Ok(Family::BlockUnionFind),
         Algorithm::LabelEquivalence => Ok(Family::LabelEquivalence),
         Algorithm::TileMerge => Ok(Family::TileMerge),

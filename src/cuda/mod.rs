@@ -10,11 +10,11 @@
 //!   ([`CudaLabeler::label_host`]).
 //!
 //! Algorithms: [`Algorithm::BitRuns`] (run-based union-find on bit-packed rows in shared-memory
-//! tiles of 32 × 1024 sites, each tile labeled twice so that no full-size intermediate array is
-//! written; what [`Algorithm::Auto`] picks, except for raw 8-connected labels),
+//! tiles of 32 × 1024 sites, each tile labeled once and written whole, then elementwise passes
+//! for the clusters that cross tile seams; what [`Algorithm::Auto`] picks),
 //! [`Algorithm::BlockUnionFind`] (union-find on 2×2 blocks for 8-connectivity, 2×1 blocks for
-//! 4-connectivity, per-site union-find for segments; `Auto` for raw 8-connected labels and on
-//! devices of compute capability 7.5, whose blocks get too little shared memory for bit runs),
+//! 4-connectivity, per-site union-find for segments; `Auto` on devices of compute capability
+//! 7.5, whose blocks get too little shared memory for bit runs),
 //! [`Algorithm::Ha4`] (Hennequin et al.'s run-based labeling with warp intrinsics,
 //! two sites per thread, and its 8-connected variant), [`Algorithm::TileMerge`] (Šťava & Beneš's
 //! shared-memory tiles merged hierarchically) and [`Algorithm::LabelEquivalence`] (Kalentev et
@@ -195,13 +195,7 @@ impl CudaBackend {
             connectivity: spec.connectivity,
             boundary: spec.boundary,
             segments: spec.segments,
-            family: family_of(
-                spec.algorithm,
-                &self.engine.gpu,
-                spec.connectivity,
-                spec.segments,
-                numbering,
-            )?,
+            family: family_of(spec.algorithm, &self.engine.gpu, spec.segments)?,
             numbering,
         };
         self.engine.check(&job)?;
@@ -379,7 +373,7 @@ impl CudaLabeler {
     }
 
     /// The algorithm: [`Algorithm::Auto`] (the fastest: [`Algorithm::BitRuns`], or
-    /// [`Algorithm::BlockUnionFind`] for raw 8-connected labels), one of those two,
+    /// [`Algorithm::BlockUnionFind`] on devices of compute capability 7.5), one of those two,
     /// [`Algorithm::Ha4`], [`Algorithm::TileMerge`] or [`Algorithm::LabelEquivalence`]; others
     /// are refused when labeling ([`Algorithm::BitRuns`] also on devices of compute
     /// capability 7.5).
@@ -416,9 +410,7 @@ impl CudaLabeler {
             family: family_of(
                 self.spec.algorithm,
                 &self.backend.engine.gpu,
-                self.spec.connectivity,
                 self.spec.segments,
-                self.numbering,
             )?,
             numbering: self.numbering,
         })
