@@ -672,30 +672,37 @@ br_count(const u32* __restrict__ RB, u32 entries, u32* CNT, u32* CHUNK) {
     if (threadIdx.x == 0) CHUNK[blockIdx.x] = total;
 }
 
-// Canonical numbering: each root in RB (one warp per (row, tile column) entry, a lane per word)
-// gets FLAG | rank in its slot, rank = CHUNK[e / BR_CHUNK] + CNT[e] + the roots before it in the
-// entry. Grid: ceil(entries / 8) CTAs of 256 threads.
+// Canonical numbering: each root in RB gets FLAG | rank in its slot, rank = CHUNK[e / BR_CHUNK] +
+// CNT[e] + the roots before it in the (row, tile column) entry e. One warp per entry of 32 words;
+// the nonempty words are taken in turn, bit k by lane k, so that each store of the warp falls in
+// one 128-byte line (roots are dense at p_c: scattered stores cost a sector read each).
+// Grid: ceil(entries / 8) CTAs of 256 threads.
 extern "C" __global__ void __launch_bounds__(256)
 br_publish(u32* L, Geo g, const u32* __restrict__ RB, const u32* __restrict__ CNT,
            const u32* __restrict__ CHUNK, u32 tiles_x, u32 entries) {
     const u32 e = blockIdx.x * 8u + (threadIdx.x >> 5);
     const u32 lane = threadIdx.x & 31;
     if (e >= entries) return; // uniform across the warp
-    u32 word = RB[(e << 5) + lane];
-    const u32 c = __popc(word);
-    u32 rank = CHUNK[e / BR_CHUNK] + CNT[e] + warp_incl_scan(c, lane) - c;
+    const u32 mine = RB[(e << 5) + lane];
+    const u32 c = __popc(mine);
+    const u32 first_l = CHUNK[e / BR_CHUNK] + CNT[e] + warp_incl_scan(c, lane) - c;
     const u32 y = e / tiles_x, tx = e - y * tiles_x;
-    const u32 base = y * g.w + tx * TW + 32u * lane;
-    while (word) {
-        const u32 b = __ffs(word) - 1;
-        word &= word - 1;
-        L[base + b] = FLAG | rank++;
+    u32* row = L + y * g.w + tx * TW;
+    const u32 below = lane ? le_mask(lane - 1) : 0u;
+    u32 todo = __ballot_sync(FULL, mine != 0);
+    while (todo) {
+        const u32 q = __ffs(todo) - 1;
+        todo &= todo - 1;
+        const u32 word = __shfl_sync(FULL, mine, q);
+        const u32 first = __shfl_sync(FULL, first_l, q);
+        if ((word >> lane) & 1u) row[32u * q + lane] = FLAG | (first + __popc(word & below));
     }
 }
 
 // Canonical numbering, after br_publish: each edge component's local root (ER, laid out as RB)
 // that is not its global root takes the root's FLAG | rank, so that every occupied site finds a
-// flagged slot in its own or its local root's slot. Grid: ceil(32 * entries / 256) CTAs of 256.
+// flagged slot in its own or its local root's slot. These are few: a thread per word.
+// Grid: ceil(32 * entries / 256) CTAs of 256.
 extern "C" __global__ void __launch_bounds__(256)
 br_spread(u32* L, Geo g, const u32* __restrict__ ER, u32 tiles_x, u32 entries) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
