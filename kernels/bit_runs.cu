@@ -19,13 +19,13 @@
 // roots, whose slots are the only ones the later passes change before the last.
 //
 //   br_local   labels the tile and writes L in full, coalesced (lane k writes columns 4k..4k+3
-//              of 128-column chunks); for canonical numbering also the bit masks of the tile's
-//              interior roots (RB) and of its edge components' local roots (ER), row by row.
+//              of 128-column chunks), and the bit mask of its edge components' local roots (ER),
+//              row by row; for canonical numbering also that of its interior roots (RB).
 //   br_merge   unites, with atomicMin linking in L, the sites that face each other across tile
 //              seams (and the periodic edges, which are seams between the last and first row or
 //              column), starting each find at the site's local root.
-//   br_edges   (flatten) every edge site and every edge component's local root point straight at
-//              the global root; canonical numbering adds the global roots to RB.
+//   br_flatten every edge component's local root (ER) points straight at its global root;
+//              canonical numbering adds the global roots to RB.
 //   br_count   (canonical) counts RB's roots per (row, tile column) in raster order and scans them
 //              per chunk of 256 entries; canon_scan then scans the chunks.
 //   br_publish (canonical) each root in RB gets FLAG | rank in its slot; br_spread then gives each
@@ -67,7 +67,9 @@
 #define OFF_PLANES MAXN
 #define OFF_EXCL (OFF_PLANES + NPLANES * TH * TWW)
 #define OFF_ROWBASE (OFF_EXCL + TH * TWW)
-#define BR_SMEM_WORDS (OFF_ROWBASE + 64u)
+#define OFF_RMASK (OFF_ROWBASE + 64u)
+#define OFF_EMASK (OFF_RMASK + TH * TWW)
+#define BR_SMEM_WORDS (OFF_EMASK + TH * TWW)
 
 // Counts per chunk in br_count (src/cuda/bit_runs.rs: COUNT_CHUNK).
 #define BR_CHUNK 256u
@@ -197,11 +199,10 @@ __device__ __forceinline__ u32 load_occ(const site_t* __restrict__ in, const Geo
     return m;
 }
 
-// Loads the tile's rows as masks, numbers the runs, unites them in shared memory and, when
-// mark_edges (canonical numbering), marks the components that touch the tile's edge. Returns the
-// node count.
+// Loads the tile's rows as masks, numbers the runs, unites them in shared memory and marks the
+// components that touch the tile's edge. Returns the node count.
 __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, const Geo& g,
-                                             const BrTile& t, u32 vec, u32* sm, bool mark_edges) {
+                                             const BrTile& t, u32 vec, u32* sm) {
     u32* ent = sm;
     u32* excl_pl = sm + OFF_EXCL;
     u32* rowbase = sm + OFF_ROWBASE;
@@ -400,7 +401,7 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
 #pragma unroll
     for (u32 j = 0; j < RPW; j++) {
         const u32 r = warp + j * BR_WARPS;
-        if (!mark_edges || r >= t.rows) continue;
+        if (r >= t.rows) continue;
         const u32 occ = plane(sm, P_OCC, r)[lane];
         const u32 rs = occ & ~plane(sm, P_JL, r)[lane];
         const u32 nb = rowbase[r] + excl_pl[r * TWW + lane];
@@ -418,13 +419,16 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
 
 // The labeling pass. Grid: one CTA of BR_THREADS per tile (tiles_x * tiles_y); dynamic shared
 // memory BR_SMEM_WORDS words, which allows two CTAs per multiprocessor (hence the launch bounds:
-// up to 64 registers a thread). RB and ER: canonical numbering's masks of the interior roots and
-// of the edge components' local roots, or null (raw numbering).
+// up to 64 registers a thread). ER: the mask of the edge components' local roots (one bit per site,
+// 32 words per row and tile column); RB: canonical numbering's mask of the interior roots, or null
+// (raw numbering).
 extern "C" __global__ void __launch_bounds__(BR_THREADS, 2)
 br_local(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 vec, u32* RB, u32* ER) {
     extern __shared__ u32 sm[];
     const BrTile t = br_tile(g, tiles_x);
-    const u32 nodes = br_label_tile(in, g, t, vec, sm, RB != nullptr);
+    // The root masks start empty (br_label_tile's barriers order this before their use).
+    for (u32 i = threadIdx.x; i < 2u * TH * TWW; i += BR_THREADS) sm[OFF_RMASK + i] = 0;
+    const u32 nodes = br_label_tile(in, g, t, vec, sm);
     u32* ent = sm;
     const u32* excl_pl = sm + OFF_EXCL;
     const u32* rowbase = sm + OFF_ROWBASE;
@@ -444,32 +448,6 @@ br_local(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 vec, u32
     }
     __syncthreads();
 
-    // Canonical numbering: the local roots, one bit per site in raster order, of interior
-    // components (RB) and of edge components (ER).
-    if (RB != nullptr) {
-#pragma unroll
-        for (u32 j = 0; j < RPW; j++) {
-            const u32 r = warp + j * BR_WARPS;
-            if (r >= t.rows) continue;
-            u32 rs = plane(sm, P_OCC, r)[lane] & ~plane(sm, P_JL, r)[lane];
-            u32 n = rowbase[r] + excl_pl[r * TWW + lane];
-            u32 bits = 0, edge = 0;
-            while (rs) {
-                const u32 i = __ffs(rs) - 1;
-                rs &= rs - 1;
-                const u32 e = ent[n];
-                if (e_par(e) == n) {
-                    if (e & EDGE) edge |= 1u << i;
-                    else bits |= 1u << i;
-                }
-                n++;
-            }
-            const u32 at = (((t.y0 + r) * tiles_x + t.tx) << 5) + lane;
-            RB[at] = bits;
-            ER[at] = edge;
-        }
-    }
-
     // Each entry becomes its node's label, local root + 1: non-roots first (reading their
     // roots' own fields, which stay until the roots' turn), then the roots.
     for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
@@ -477,9 +455,25 @@ br_local(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 vec, u32
     }
     __syncthreads();
     for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
-        if ((mine >> k) & 1u) ent[n] = node_key(ent, g, t, n) + 1;
+        if (!((mine >> k) & 1u)) continue;
+        const u32 e = ent[n];
+        const u32 row = (e >> 10) & 31u, col = e & 1023u;
+        // The root's bit in its row mask: edge components' (ER) always, interior (RB) when
+        // numbering canonically.
+        if ((e & EDGE) || RB != nullptr)
+            atomicOr(sm + ((e & EDGE) ? OFF_EMASK : OFF_RMASK) + row * TWW + (col >> 5),
+                     1u << (col & 31));
+        ent[n] = node_key(ent, g, t, n) + 1;
     }
     __syncthreads();
+#pragma unroll
+    for (u32 j = 0; j < RPW; j++) {
+        const u32 r = warp + j * BR_WARPS;
+        if (r >= t.rows) continue;
+        const u32 at = (((t.y0 + r) * tiles_x + t.tx) << 5) + lane;
+        ER[at] = sm[OFF_EMASK + r * TWW + lane];
+        if (RB != nullptr) RB[at] = sm[OFF_RMASK + r * TWW + lane];
+    }
 
     // Every site once, coalesced: lane k writes columns 4k..4k+3 of each 128-column chunk, whose
     // word (k / 8 of the chunk's four) comes from its lane by shuffle.
@@ -607,45 +601,29 @@ __device__ __forceinline__ u32 rb_entry(const Geo& g, u32 tiles_x, u32 R, u32* x
     return y * tiles_x + x / TW;
 }
 
-// Flatten, over the tile-edge sites. part 0: each tile's first and last rows; grid
-// (ceil(w / 256), min(2 * tiles_y, 65535)); part 1: each tile's first and last columns; grid
-// (ceil(h / 256), min(2 * tiles_x, 65535)); CTA 256. Every edge site, and its local root, point
-// straight at the global root afterwards: every edge component's local root is reached, through
-// any of its edge sites (br_local pointed them at it) or as an edge site itself (whose slot the
-// merge may have linked onward). RB (canonical numbering, else null) gets the bit of each global
-// root that is a local root here.
+// Flatten: each edge component's local root (ER; a thread per word) that is not its global root
+// points straight at it, so that every site is one step from its global root (sites point at
+// their local roots; an edge site that is a local root which the merge linked onward is in ER
+// itself). RB (canonical numbering, else null) gets the bit of each global root. Grid:
+// ceil(32 * entries / 256) CTAs of 256.
 extern "C" __global__ void __launch_bounds__(256)
-br_edges(u32* L, Geo g, u32* RB, u32 tiles_x, u32 tiles_y, u32 part) {
+br_flatten(u32* L, Geo g, const u32* __restrict__ ER, u32* RB, u32 tiles_x, u32 entries) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    const u32 lane = threadIdx.x & 31;
-    const u32 lines = part == 0 ? 2 * tiles_y : 2 * tiles_x;
-    for (u32 j = blockIdx.y; j < lines; j += gridDim.y) {
-        u32 s = 0;
-        bool ok;
-        if (part == 0) {
-            const u32 ty = j >> 1;
-            const u32 y = (j & 1) ? min(ty * TH + TH, g.h) - 1 : ty * TH;
-            ok = i < g.w;
-            s = y * g.w + i;
-        } else {
-            const u32 tx = j >> 1;
-            const u32 x = (j & 1) ? min(tx * TW + TW, g.w) - 1 : tx * TW;
-            ok = i < g.h;
-            s = i * g.w + x;
-        }
-        const u32 v = ok ? ld_cg(L + s) : 0u;
-        const u32 r = v - 1;
-        const u32 R = v ? br_root(L, r) : FULL;
-        const u32 Rl = __shfl_up_sync(FULL, R, 1);
-        if (v == 0) continue;
+    if (i >= 32u * entries) return;
+    u32 word = ER[i];
+    const u32 e = i >> 5, lane = i & 31;
+    const u32 y = e / tiles_x, tx = e - y * tiles_x;
+    const u32 base = y * g.w + tx * TW + 32u * lane;
+    u32 global = 0;
+    while (word) {
+        const u32 b = __ffs(word) - 1;
+        word &= word - 1;
+        const u32 r = base + b;
+        const u32 R = br_root(L, r);
         if (R != r) L[r] = R + 1;
-        if (R != s) L[s] = R + 1;
-        if (RB != nullptr && R == r && !(lane > 0 && Rl == R)) {
-            u32 x;
-            const u32 e = rb_entry(g, tiles_x, R, &x);
-            atomicOr(RB + (e << 5) + ((x % TW) >> 5), 1u << (x & 31));
-        }
+        else global |= 1u << b;
     }
+    if (RB != nullptr && global) RB[i] |= global;
 }
 
 // Roots per (row, tile column) entry, in raster order: CNT[e] = the entry's first rank within its

@@ -9,12 +9,12 @@
 //! coalesced: components that stay inside a tile are finished, and the label array itself is the
 //! global forest in which the others meet (only local roots' slots are linked).
 //!
-//! - `br_local` labels each tile and writes every site; canonical numbering also gets the masks
-//!   of the tiles' interior roots and of their edge components' local roots.
+//! - `br_local` labels each tile and writes every site, and the mask of the tiles' edge
+//!   components' local roots (canonical numbering: also of their interior roots).
 //! - `br_merge` unites the sites facing each other across tile seams and the periodic edges
 //!   (atomicMin linking, finds starting at local roots).
-//! - `br_edges` (flatten) points every tile-edge site and every edge component's local root
-//!   straight at its global root (canonical: and adds that root to the mask).
+//! - `br_flatten` points every edge component's local root straight at its global root
+//!   (canonical: and adds that root to the mask).
 //! - Canonical only: `br_count` and `canon_scan` count and scan the mask's roots per (row, tile
 //!   column) in raster order; `br_publish` writes `FLAG | rank` into every root, `br_spread` into
 //!   the edge components' other local roots.
@@ -22,8 +22,8 @@
 //!   label (raw), or every site takes its rank + 1 (canonical).
 //!
 //! The lattice is read once; the labels are written by the tiles and then read and, where a
-//! component crosses a tile seam (raw) or everywhere (canonical), written again. Canonical
-//! numbering's scratch is two bits per site plus a count per (row, tile column).
+//! component crosses a tile seam (raw) or everywhere (canonical), written again. The scratch is
+//! one bit per site (two for canonical numbering, plus a count per (row, tile column)).
 
 use super::canonical::Geo;
 use super::context::{kernel_args, Gpu, Module};
@@ -53,7 +53,8 @@ pub(crate) fn tile_h(segments: bool) -> usize {
 pub(crate) fn shared_bytes(segments: bool) -> usize {
     let th = tile_h(segments);
     let planes = if segments { 5 } else { 2 };
-    let words = MAX_NODES + planes * th * 32 + th * 32 + 64;
+    // Nodes, mask planes, run ranks, row bases, the two root masks.
+    let words = MAX_NODES + planes * th * 32 + th * 32 + 64 + 2 * th * 32;
     words * 4
 }
 
@@ -68,14 +69,14 @@ fn tiles(job: &Job) -> (usize, usize) {
     )
 }
 
-/// Words of canonical numbering's scratch: the root mask (32 words per row and tile column),
-/// one count per (row, tile column), one per chunk of those, and the mask of edge components'
-/// local roots. Raw numbering needs none.
+/// Words of scratch: the mask of edge components' local roots (32 words per row and tile
+/// column); canonical numbering adds the mask of interior roots, one count per (row, tile column)
+/// and one per chunk of those.
 pub(crate) fn scratch_words(job: &Job) -> usize {
-    if job.numbering == Numbering::Raw {
-        return 0;
-    }
     let entries = job.height * tiles(job).0;
+    if job.numbering == Numbering::Raw {
+        return 32 * entries;
+    }
     65 * entries + entries.div_ceil(COUNT_CHUNK).next_multiple_of(4)
 }
 
@@ -97,15 +98,15 @@ pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Resu
     let canonical = job.numbering == Numbering::Canonical;
     let entries = job.height * tiles_x;
     let chunks = entries.div_ceil(COUNT_CHUNK);
-    // Canonical scratch at `bufs.aux`: root mask, counts, chunk counts, edge-root mask.
-    let (mask, counts, chunk_counts, edge_roots) = if canonical {
-        let mask = bufs.aux;
+    // Scratch at `bufs.aux`: the edge-root mask, then (canonical) the root mask, the counts and
+    // the chunk counts.
+    let edge_roots = bufs.aux;
+    let (mask, counts, chunk_counts) = if canonical {
+        let mask = edge_roots + (32 * entries * 4) as u64;
         let counts = mask + (32 * entries * 4) as u64;
-        let chunk_counts = counts + (entries * 4) as u64;
-        let edge_roots = chunk_counts + (chunks.next_multiple_of(4) * 4) as u64;
-        (mask, counts, chunk_counts, edge_roots)
+        (mask, counts, counts + (entries * 4) as u64)
     } else {
-        (0, 0, 0, 0)
+        (0, 0, 0)
     };
     let (entries, chunks) = (entries as u32, chunks as u32);
     let sites = job.sites() as u64;
@@ -135,14 +136,12 @@ pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Resu
                 )?;
             }
         }
-        for (part, lines, across) in [(0u32, 2 * ty, geo.w), (1u32, 2 * tx, geo.h)] {
-            gpu.launch(
-                module.func("br_edges"),
-                (across.div_ceil(256), lines.min(65535), 1),
-                (256, 1, 1),
-                &mut kernel_args![labels, geo, mask, tx, ty, part],
-            )?;
-        }
+        gpu.launch(
+            module.func("br_flatten"),
+            ((32 * entries).div_ceil(256), 1, 1),
+            (256, 1, 1),
+            &mut kernel_args![labels, geo, edge_roots, mask, tx, entries],
+        )?;
         if canonical {
             gpu.launch(
                 module.func("br_count"),

@@ -166,7 +166,7 @@ impl Family {
             Family::BitRuns => &[
                 "br_local",
                 "br_merge",
-                "br_edges",
+                "br_flatten",
                 "br_count",
                 "br_publish",
                 "br_spread",
