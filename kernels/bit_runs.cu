@@ -601,6 +601,14 @@ __device__ __forceinline__ u32 rb_entry(const Geo& g, u32 tiles_x, u32 R, u32* x
     return y * tiles_x + x / TW;
 }
 
+// The site of bit 0 of mask word i (RB and ER: 32 words per (row, tile column) entry, in raster
+// order of the entries).
+__device__ __forceinline__ u32 mask_site(const Geo& g, u32 tiles_x, u32 i) {
+    const u32 e = i >> 5;
+    const u32 y = e / tiles_x, tx = e - y * tiles_x;
+    return y * g.w + tx * TW + 32u * (i & 31);
+}
+
 // Flatten: each edge component's local root (ER; a thread per word) that is not its global root
 // points straight at it, so that every site is one step from its global root (sites point at
 // their local roots; an edge site that is a local root which the merge linked onward is in ER
@@ -611,9 +619,7 @@ br_flatten(u32* L, Geo g, const u32* __restrict__ ER, u32* RB, u32 tiles_x, u32 
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= 32u * entries) return;
     u32 word = ER[i];
-    const u32 e = i >> 5, lane = i & 31;
-    const u32 y = e / tiles_x, tx = e - y * tiles_x;
-    const u32 base = y * g.w + tx * TW + 32u * lane;
+    const u32 base = mask_site(g, tiles_x, i);
     u32 global = 0;
     while (word) {
         const u32 b = __ffs(word) - 1;
@@ -664,8 +670,7 @@ br_publish(u32* L, Geo g, const u32* __restrict__ RB, const u32* __restrict__ CN
     const u32 mine = RB[(e << 5) + lane];
     const u32 c = __popc(mine);
     const u32 first_l = CHUNK[e / BR_CHUNK] + CNT[e] + warp_incl_scan(c, lane) - c;
-    const u32 y = e / tiles_x, tx = e - y * tiles_x;
-    u32* row = L + y * g.w + tx * TW;
+    u32* row = L + mask_site(g, tiles_x, e << 5);
     const u32 below = lane ? le_mask(lane - 1) : 0u;
     u32 todo = __ballot_sync(FULL, mine != 0);
     while (todo) {
@@ -686,9 +691,7 @@ br_spread(u32* L, Geo g, const u32* __restrict__ ER, u32 tiles_x, u32 entries) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= 32u * entries) return;
     u32 word = ER[i];
-    const u32 e = i >> 5, lane = i & 31;
-    const u32 y = e / tiles_x, tx = e - y * tiles_x;
-    const u32 base = y * g.w + tx * TW + 32u * lane;
+    const u32 base = mask_site(g, tiles_x, i);
     while (word) {
         const u32 b = __ffs(word) - 1;
         word &= word - 1;
