@@ -593,14 +593,6 @@ __device__ __forceinline__ u32 br_root(const u32* L, u32 k) {
     return k;
 }
 
-// Where root R's bit lies in RB.
-__device__ __forceinline__ u32 rb_entry(const Geo& g, u32 tiles_x, u32 R, u32* x_out) {
-    const u32 y = div_w(g, R);
-    const u32 x = R - y * g.w;
-    *x_out = x;
-    return y * tiles_x + x / TW;
-}
-
 // The site of bit 0 of mask word i (RB and ER: 32 words per (row, tile column) entry, in raster
 // order of the entries).
 __device__ __forceinline__ u32 mask_site(const Geo& g, u32 tiles_x, u32 i) {
