@@ -1,17 +1,24 @@
-// Cluster analysis on the block union-find forest (HA4's section IV-D idea: features are taken
-// run by run from the occupancy bit masks and added into the clusters' accumulators with
-// atomics, no pass over a label image).
+// Cluster analysis (HA4's section IV-D idea: features summed as the clusters are found and added
+// into the pieces' accumulators, no pass over a label image). A piece is a cluster of the lattice
+// with open boundaries; the host joins pieces across periodic seams by winding.
 //
-// Compiled into the block union-find module, after canonical.cu. The host runs the unions and
-// the flatten with open boundaries, then canon_count / canon_scan / canon_rank, so that every
-// root's slot holds FLAG | label - 1 (labels 1..=n in raster order of the pieces' first sites,
-// the CPU's open-boundary numbering). Then:
+// Compiled after canonical.cu into two modules, each giving every piece's root slot
+// FLAG | label - 1 (labels 1..=n in raster order of the pieces' first sites, the CPU's
+// open-boundary numbering):
+// - bit runs (the fast path, src/cuda/bit_runs.rs: run_pieces): br_local_ana sums each tile's
+//   components in shared memory and writes one record per component; after the seams are merged
+//   and the roots ranked, ana_records adds the records into the accumulators.
+// - block union-find (devices whose blocks cannot have bit runs' shared memory): its forest and
+//   canon_count / canon_scan / canon_rank, then ana_runs takes the sums run by run from the rows.
+// Then:
 //   ana_zero    clears the accumulators of the n pieces (n read on the device).
-//   ana_runs    one warp per 32 sites of a row: a ballot gives the occupied lanes, each run start
-//               finds its piece's label (one find, at most two steps after the flatten), the
-//               label is broadcast along the run, lanes with equal labels are grouped
-//               (__match_any_sync) and each group's leader adds the group's sums with atomics:
-//               one set of atomics per (piece, 32-site chunk). Optionally writes the labels.
+//   ana_runs    (block union-find) one warp per 32 sites of a row: a ballot gives the occupied
+//               lanes, each run start finds its piece's label (one find, at most two steps after
+//               the flatten), the label is broadcast along the run, lanes with equal labels are
+//               grouped (__match_any_sync) and each group's leader adds the group's sums with
+//               atomics: one set of atomics per (piece, 32-site chunk). Optionally writes the
+//               labels.
+//   ana_records (bit runs) the tiles' records into the accumulators.
 //   ana_border  the pieces of the lattice's four edges (label, size, bounding box), for the
 //               host's displacement-tracking join across the periodic seams.
 //   ana_hist    the size histogram (exact sizes up to HIST_CAP, larger ones and spanning ones
@@ -22,6 +29,7 @@
 // that they cannot overflow).
 
 #define HIST_CAP 1024
+#define FULL_LABEL 0xffffffffu
 
 struct Acc {
     u32* size;
@@ -203,6 +211,89 @@ ana_runs(const site_t* __restrict__ in, const u32* P, Geo g, Acc a, u32* labels,
         }
     }
 }
+
+#ifdef TW
+// Bit runs' module only (br_local_ana's records, kernels/bit_runs.cu: BrRec). After br_spread
+// every local root's slot in L holds FLAG | the piece's label - 1. A thread per record moves the
+// record's sums from tile to lattice coordinates and stores them into the piece's accumulators:
+// plainly for interior records (the piece is that one component), with atomics for edge records
+// (after ana_zero). Grid-stride over count[0] + count[1] records.
+extern "C" __global__ void __launch_bounds__(256)
+ana_records(const u32* L, Geo g, Acc a, BrRec rec, u32 moments) {
+    const u32 ni = rec.count[0], total = ni + rec.count[1];
+    const u32 lane = threadIdx.x & 31;
+    const u32 stride = gridDim.x * blockDim.x;
+    // Warp-uniform loop: the edge records of a warp are summed per piece first (the pieces that
+    // cross many tiles, the percolating one above all, would serialise their atomics in L2).
+    for (u32 i0 = blockIdx.x * blockDim.x + (threadIdx.x & ~31u); i0 < total; i0 += stride) {
+        const u32 i = i0 + lane;
+        const bool valid = i < total, edge = i >= ni;
+        u32 l = FULL_LABEL, s = 0, xmn = 0, xmx = 0, ymn = 0, ymx = 0;
+        u64 sx = 0, sy = 0, sxx = 0, syy = 0;
+        if (valid) {
+            const u32 j = edge ? rec.cap - 1 - (i - ni) : i;
+            const u32 site = rec.root[j];
+            l = L[site] & ~FLAG;
+            const u32 ys = div_w(g, site);
+            const u32 x0 = (site - ys * g.w) & ~(TW - 1), y0 = ys - ys % TH;
+            const u64 A = rec.a[j], B = rec.b[j];
+            const u32 box = rec.box[j];
+            s = (u32)(A & 0xffffu);
+            xmn = x0 + (box & 1023u);
+            xmx = x0 + ((box >> 10) & 1023u);
+            ymn = y0 + ((box >> 20) & 31u);
+            ymx = y0 + (box >> 25);
+            if (moments) {
+                const u64 n = s, X = x0, Y = y0;
+                const u64 lx = B & 0xffffffull, lxx = B >> 24;
+                const u64 ly = (A >> 16) & 0x7ffffull, lyy = A >> 35;
+                sx = X * n + lx;
+                sxx = X * X * n + 2ull * X * lx + lxx;
+                sy = Y * n + ly;
+                syy = Y * Y * n + 2ull * Y * ly + lyy;
+            }
+            if (!edge) {
+                a.size[l] = s;
+                a.xmin_n[l] = ~xmn;
+                a.xmax[l] = xmx;
+                a.ymin_n[l] = ~ymn;
+                a.ymax[l] = ymx;
+                if (moments) {
+                    a.sx[l] = sx;
+                    a.sy[l] = sy;
+                    a.sxx[l] = sxx;
+                    a.syy[l] = syy;
+                }
+            }
+        }
+        // The pieces with many edge records (the percolating one above all) would serialise
+        // their atomics in L2: the edge records of a warp are grouped by piece, and each group's
+        // first lane adds the group's sums (single records add their own).
+        const u32 active = __ballot_sync(0xffffffffu, valid && edge);
+        if (!(valid && edge)) continue;
+#if __CUDA_ARCH__ >= 800
+        const u32 grp = __match_any_sync(active, l);
+        if (grp & (grp - 1)) {
+            s = __reduce_add_sync(grp, s);
+            xmn = __reduce_min_sync(grp, xmn);
+            xmx = __reduce_max_sync(grp, xmx);
+            ymn = __reduce_min_sync(grp, ymn);
+            ymx = __reduce_max_sync(grp, ymx);
+            if (moments) {
+                sx = grp_sum64(grp, sx);
+                sy = grp_sum64(grp, sy);
+                sxx = grp_sum64(grp, sxx);
+                syy = grp_sum64(grp, syy);
+            }
+            if (lane != (u32)(__ffs(grp) - 1)) continue;
+        }
+#else
+        (void)active;
+#endif
+        flush_cache(a, l, s, xmn, xmx, ymn, ymx, sx, sy, sxx, syy, moments != 0);
+    }
+}
+#endif
 
 // Per edge site i: rows 0 and h - 1 (i < 2w), then columns 0 and w - 1 (i < 2w + 2h); writes six
 // words: label (0 when empty), size, x_min, x_max, y_min, y_max of its piece.

@@ -125,6 +125,9 @@ fn random_lattices_match_the_cpu() {
         (200, 17),
         (100, 129),
         (257, 255),
+        (33, 1023),
+        (40, 1025),
+        (65, 2049),
     ];
     let mut cases = 0;
     for &(h, w) in &shapes {
@@ -153,6 +156,23 @@ fn large_lattices_match_the_cpu() {
                 for b in BOUNDARIES {
                     check(&mut gpus, &lattice, c, b);
                 }
+            }
+        }
+    }
+}
+
+/// Tiles with more multi-run components than the GPU's tile pass has accumulators for (it sums
+/// them in rounds): vertical dimers in every other column, and sparse random sites.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn crowded_tiles_match_the_cpu() {
+    let mut gpus = Gpus(Vec::new());
+    let dimers = Array2::from_shape_fn((70, 2100), |(y, x)| u8::from(x % 2 == 0 && y % 3 != 2));
+    let sparse = random_lattice(96, 2048, 0.25, &mut rng(13));
+    for l in [&dimers, &sparse] {
+        for c in CONNECTIVITIES {
+            for b in BOUNDARIES {
+                check(&mut gpus, l, c, b);
             }
         }
     }

@@ -1,11 +1,14 @@
 //! Cluster analysis on an NVIDIA GPU (feature `cuda`): [`CudaAnalyzer`].
 //!
-//! The lattice is labeled with open boundaries by block union-find (the GPU fast path), the
-//! forest's roots are ranked in raster order (the CPU's piece numbering), and one kernel walks
-//! the rows 32 sites per warp: each run start finds its piece, lanes of one piece are grouped and
-//! their exact integer sums (size, bounding box, `Σx`, `Σy`, `Σx²`, `Σy²`) go into the piece's
-//! accumulators with one set of atomics per piece and 32-site chunk (HA4's features at segment
-//! starts, after Hennequin et al.). No label image is written unless asked for.
+//! The lattice is labeled with open boundaries by bit runs (the GPU fast path) and the features
+//! are summed as the clusters are found (HA4's analysis, after Hennequin et al.): each 32 × 1024
+//! tile sums its components' exact integer features (size, bounding box, `Σx`, `Σy`, `Σx²`,
+//! `Σy²`) in shared memory and writes one record per component; once the seams are merged and
+//! the roots ranked in raster order (the CPU's piece numbering), the records go into their
+//! pieces' accumulators, plainly for components inside a tile and with warp-grouped atomics for
+//! those on its edges. No label image is written unless asked for. Devices whose blocks cannot
+//! have bit runs' shared memory use block union-find's forest and sum the features run by run
+//! with atomics.
 //!
 //! Periodic axes: the pieces are joined across the seams on the host by the same
 //! displacement-tracking union-find as the CPU's, fed only with the labels of the `2(h + w)` edge

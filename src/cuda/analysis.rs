@@ -1,10 +1,14 @@
-//! The device side of GPU cluster analysis (`kernels/analysis.cu`): block union-find's forest
-//! with open boundaries, its roots ranked in raster order, and the pieces' features accumulated
-//! run by run with atomics. [`crate::analysis::CudaAnalyzer`] turns what this queues and
+//! The device side of GPU cluster analysis (`kernels/analysis.cu`): the pieces (clusters with
+//! open boundaries) ranked in raster order, and their features accumulated as they are found.
+//! On the fast path, bit runs' tile pass sums each tile's components in shared memory and one
+//! record per component is added into its piece (`ana_records`); devices whose blocks cannot
+//! have bit runs' shared memory use block union-find's forest and sum the features run by run
+//! with atomics (`ana_runs`). [`crate::analysis::CudaAnalyzer`] turns what this queues and
 //! downloads into tables.
 
+use super::bit_runs::{self, Records};
 use super::canonical::Geo;
-use super::context::{cuda_err, kernel_args, DevBuf, Gpu, SiteType};
+use super::context::{cuda_err, kernel_args, DevBuf, Family, Gpu, SiteType};
 use super::engine::{family_of, Engine, Job};
 use super::Numbering;
 use crate::labeler::Algorithm;
@@ -57,6 +61,10 @@ pub(crate) struct DeviceAnalysis {
     pub input: DevBuf,
     pub labels: DevBuf,
     acc: DevBuf,
+    /// Bit runs' component records: the two counts, then the record arrays.
+    records: DevBuf,
+    /// Shared-memory accumulators of bit runs' tile pass, when this device runs it.
+    slots: Option<u32>,
     /// `ana_border`'s output.
     border: DevBuf,
     /// `hist[0..=HIST_CAP]`, then the tail count.
@@ -74,10 +82,13 @@ impl DeviceAnalysis {
         boundary: Boundary,
     ) -> Result<Self> {
         let gpu = Gpu::new(device)?;
+        let fits = bit_runs::shared_bytes(false) <= gpu.max_shared_optin;
         Ok(DeviceAnalysis {
             input: DevBuf::new(&gpu),
             labels: DevBuf::new(&gpu),
             acc: DevBuf::new(&gpu),
+            records: DevBuf::new(&gpu),
+            slots: bit_runs::ana_slots(gpu.max_shared_optin).filter(|_| fits),
             border: DevBuf::new(&gpu),
             hist: DevBuf::new(&gpu),
             tail: DevBuf::new(&gpu),
@@ -113,15 +124,41 @@ impl DeviceAnalysis {
             // Pieces with open boundaries: the host joins them across the seams by winding.
             boundary: Boundary::Open,
             segments: false,
-            family: family_of(Algorithm::BlockUnionFind, &self.engine.gpu, false)?,
+            family: if self.slots.is_some() {
+                Family::BitRuns
+            } else {
+                family_of(Algorithm::BlockUnionFind, &self.engine.gpu, false)?
+            },
             numbering: Numbering::Canonical,
         })
     }
 
-    /// Pieces the accumulators must hold at most: one per union-find block (rounded up to an
-    /// even count, so that the 64-bit sums after the five 32-bit arrays are aligned).
+    /// Pieces the accumulators must hold at most: one per bit runs' component record, or per
+    /// union-find block (rounded up to an even count, so that the 64-bit sums after the five
+    /// 32-bit arrays are aligned).
     fn capacity(job: &Job) -> usize {
-        job.blocks().max(1).next_multiple_of(2)
+        let pieces = match job.family {
+            Family::BitRuns => bit_runs::record_capacity(job),
+            _ => job.blocks(),
+        };
+        pieces.max(1).next_multiple_of(2)
+    }
+
+    /// The records' pointers at `records` (counts, roots, the two packed sums, the boxes).
+    fn records(&self, job: &Job) -> Records {
+        let cap = Self::capacity(job);
+        let b = self.records.ptr;
+        let root = b + 16;
+        let a = root + (4 * cap) as u64;
+        Records {
+            count: b,
+            root,
+            a,
+            b: a + (8 * cap) as u64,
+            boxes: a + (16 * cap) as u64,
+            cap: cap as u32,
+            slots: self.slots.unwrap_or(0),
+        }
     }
 
     fn acc(&self, job: &Job) -> Acc {
@@ -146,6 +183,12 @@ impl DeviceAnalysis {
         let n = job.sites();
         // Sums at 8-byte alignment: 5 u32 arrays padded to an even count.
         self.acc.ensure(Self::capacity(job) * 52)?;
+        if job.family == Family::BitRuns {
+            // Bit runs' label array is its forest, needed with or without labels.
+            self.records
+                .ensure(16 + Self::capacity(job) * bit_runs::RECORD_BYTES)?;
+            self.labels.ensure(n.max(1) * 4)?;
+        }
         self.border
             .ensure(BORDER_WORDS * 4 * 2 * (job.height + job.width).max(1))?;
         self.hist.ensure((HIST_CAP + 2) * 4)?;
@@ -176,11 +219,20 @@ impl DeviceAnalysis {
         hist: bool,
     ) -> Result<()> {
         let cap = Self::capacity(job);
-        if self.acc.bytes < cap * 52 || (hist && self.hist.bytes == 0) {
+        let bit_runs = job.family == Family::BitRuns;
+        let short = bit_runs
+            && (self.records.bytes < 16 + cap * bit_runs::RECORD_BYTES
+                || self.labels.bytes < job.sites() * 4);
+        if self.acc.bytes < cap * 52 || (hist && self.hist.bytes == 0) || short {
             self.prepare(job, false, false)?;
         }
         self.job = Some(*job);
-        let bufs = self.engine.run_ranked(job, input)?;
+        let rec = self.records(job);
+        let bufs = if bit_runs {
+            self.engine.run_pieces(job, input, self.labels.ptr, &rec)?
+        } else {
+            self.engine.run_ranked(job, input)?
+        };
         if job.sites() == 0 {
             return Ok(());
         }
@@ -191,10 +243,11 @@ impl DeviceAnalysis {
         let count = bufs.count;
         let sms = gpu.sms.max(1);
         let moments = u32::from(moments);
-        // SAFETY: the arguments match the kernels' parameters; the accumulators hold one entry
-        // per block (an upper bound on the pieces), `input` the job's sites, `labels` (when
-        // nonzero) as many labels, `border` 6 words per edge site, `hist` HIST_CAP + 2 words and
-        // `tail` 2 · tail_cap words (prepare).
+        // SAFETY: the arguments match the kernels' parameters; the accumulators hold `capacity`
+        // entries (an upper bound on the pieces), `input` the job's sites, `labels` (when
+        // nonzero) and bit runs' forest as many labels, the records `capacity` entries, `border`
+        // 6 words per edge site, `hist` HIST_CAP + 2 words and `tail` 2 · tail_cap words
+        // (prepare).
         unsafe {
             gpu.launch(
                 module.func("ana_zero"),
@@ -202,16 +255,25 @@ impl DeviceAnalysis {
                 (256, 1, 1),
                 &mut kernel_args![count, acc, moments],
             )?;
-            gpu.launch(
-                module.func("ana_runs"),
-                (
-                    geo.w.div_ceil(32),
-                    geo.h.div_ceil(8 * ANA_ROWS).min(65535),
-                    1,
-                ),
-                (32, 8, 1),
-                &mut kernel_args![input, bufs.forest, geo, acc, labels, moments],
-            )?;
+            if bit_runs {
+                gpu.launch(
+                    module.func("ana_records"),
+                    (sms * 8, 1, 1),
+                    (256, 1, 1),
+                    &mut kernel_args![bufs.forest, geo, acc, rec, moments],
+                )?;
+            } else {
+                gpu.launch(
+                    module.func("ana_runs"),
+                    (
+                        geo.w.div_ceil(32),
+                        geo.h.div_ceil(8 * ANA_ROWS).min(65535),
+                        1,
+                    ),
+                    (32, 8, 1),
+                    &mut kernel_args![input, bufs.forest, geo, acc, labels, moments],
+                )?;
+            }
             if border {
                 let items = 2 * (geo.w + geo.h);
                 let out = self.border.ptr;
@@ -241,6 +303,10 @@ impl DeviceAnalysis {
                     ],
                 )?;
             }
+        }
+        if bit_runs && labels != 0 {
+            // Last: the finds above read the forest that this overwrites with the labels.
+            bit_runs::final_pass(gpu, module, job, &bufs)?;
         }
         Ok(())
     }

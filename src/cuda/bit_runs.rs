@@ -21,6 +21,13 @@
 //! - `br_final`, elementwise: a site whose local root points at another root takes that root's
 //!   label (raw), or every site takes its rank + 1 (canonical).
 //!
+//! For the cluster analysis ([`run_pieces`]) the tile pass is `br_local_ana`: once the tile's
+//! runs point at their local roots it sums each multi-run component's size, coordinate sums and
+//! extremes in shared memory (runs of one component side by side in a warp are reduced by
+//! shuffles first) and writes one [`Records`] entry per local component; `br_final` is skipped
+//! unless labels are wanted, and `ana_records` (`kernels/analysis.cu`) adds the records into the
+//! pieces' accumulators once the roots are ranked.
+//!
 //! The lattice is read once; the labels are written by the tiles and then read and, where a
 //! component crosses a tile seam (raw) or everywhere (canonical), written again. The scratch is
 //! one bit per site (two for canonical numbering, plus a count per (row, tile column)).
@@ -58,8 +65,38 @@ pub(crate) fn shared_bytes(segments: bool) -> usize {
     words * 4
 }
 
-/// The kernels that take dynamic shared memory.
-pub(crate) const SHARED_KERNELS: [&str; 1] = ["br_local"];
+/// Shared memory a block of `br_local_ana` is given at most: two blocks fit a multiprocessor of
+/// 228 KB (H100, H200) with room to spare.
+const ANA_SHARED_TARGET: usize = 110 * 1024;
+/// Bytes per shared-memory accumulator of `br_local_ana` (`ACC_FIELDS` words).
+const ANA_SLOT_BYTES: usize = 36;
+/// Fewest accumulators worth running `br_local_ana` with (below, block union-find analyses).
+const ANA_MIN_SLOTS: usize = 64;
+
+/// Accumulators of `br_local_ana` on a device whose blocks may opt in to `max_optin` bytes of
+/// shared memory, or `None` when too few fit: as many as two blocks per multiprocessor allow
+/// (a tile with more multi-run components sums them in rounds).
+pub(crate) fn ana_slots(max_optin: usize) -> Option<u32> {
+    let fixed = ana_shared_bytes(0);
+    let slots = max_optin.min(ANA_SHARED_TARGET).saturating_sub(fixed) / ANA_SLOT_BYTES;
+    (slots >= ANA_MIN_SLOTS).then_some(slots as u32)
+}
+
+/// Dynamic shared memory of `br_local_ana` with `slots` accumulators: `br_local`'s, the
+/// multi-run root mask, the scan scratch and the accumulators (`OFF_ACC` in `bit_runs.cu`).
+pub(crate) fn ana_shared_bytes(slots: u32) -> usize {
+    shared_bytes(false) + (MAX_NODES / 32 + 64) * 4 + slots as usize * ANA_SLOT_BYTES
+}
+
+/// Dynamic shared memory a kernel of the module is given when loaded, or `None` for kernels
+/// without (or, for `br_local_ana`, devices where it does not run).
+pub(crate) fn kernel_shared_bytes(kernel: &str, segments: bool, max_optin: usize) -> Option<usize> {
+    match kernel {
+        "br_local" => Some(shared_bytes(segments)),
+        "br_local_ana" if !segments => ana_slots(max_optin).map(ana_shared_bytes),
+        _ => None,
+    }
+}
 
 /// Tiles across and down.
 fn tiles(job: &Job) -> (usize, usize) {
@@ -83,8 +120,78 @@ pub(crate) fn scratch_words(job: &Job) -> usize {
 /// Thread blocks of the elementwise `br_final`: a few waves of a large GPU, grid-stride beyond.
 const FINAL_BLOCKS: usize = 4096;
 
+/// The cluster analysis's component records (`struct BrRec` in `bit_runs.cu`): one per local
+/// component of a tile, interior ones from the front, edge ones from the back.
+#[repr(C)]
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Records {
+    pub root: u64,
+    pub a: u64,
+    pub b: u64,
+    pub boxes: u64,
+    /// Two words: interior and edge records written.
+    pub count: u64,
+    pub cap: u32,
+    pub slots: u32,
+}
+
+/// Bytes of a record (root site, two packed u64 sums, the packed bounding box).
+pub(crate) const RECORD_BYTES: usize = 24;
+
+/// Records a job can need at most: every tile row holds at most ceil(columns / 2) runs, and every
+/// local component at least one run.
+pub(crate) fn record_capacity(job: &Job) -> usize {
+    let full = job.width / TILE_W;
+    let rest = job.width % TILE_W;
+    job.height * (full * TILE_W / 2 + rest.div_ceil(2))
+}
+
 /// Queues the labeling of `job`.
 pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
+    queue(gpu, module, job, bufs, None)?;
+    final_pass(gpu, module, job, bufs)
+}
+
+/// Queues the pieces of the cluster analysis (`job`: canonical numbering, no segments): the
+/// tiles' records into `rec`, then the seams, the flatten and the ranking, after which every
+/// local root's slot holds `FLAG | label - 1`. No label is written; [`final_pass`] writes them.
+pub(crate) fn run_pieces(
+    gpu: &Gpu,
+    module: &Module,
+    job: &Job,
+    bufs: &Buffers,
+    rec: &Records,
+) -> Result<()> {
+    debug_assert!(job.numbering == Numbering::Canonical && !job.segments);
+    queue(gpu, module, job, bufs, Some(rec))
+}
+
+/// Queues `br_final`: the labels of the last [`run_pieces`] (or of a labeling's earlier stages).
+pub(crate) fn final_pass(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
+    let (labels, count) = (bufs.labels, bufs.count);
+    let sites = job.sites() as u64;
+    let canon = u32::from(job.numbering == Numbering::Canonical);
+    let final_vec = u32::from(labels % 16 == 0);
+    let final_blocks = (job.sites().div_ceil(4 * 256)).clamp(1, FINAL_BLOCKS) as u32;
+    // SAFETY: `labels` holds the job's sites and `count` one word (Engine::prepare).
+    unsafe {
+        gpu.launch(
+            module.func("br_final"),
+            (final_blocks, 1, 1),
+            (256, 1, 1),
+            &mut kernel_args![labels, sites, canon, final_vec, count],
+        )
+    }
+}
+
+/// Queues everything before `br_final`; with `rec`, the tile pass writes the analysis records.
+fn queue(
+    gpu: &Gpu,
+    module: &Module,
+    job: &Job,
+    bufs: &Buffers,
+    rec: Option<&Records>,
+) -> Result<()> {
     let geo = Geo::new(job);
     let (tiles_x, tiles_y) = tiles(job);
     let ntiles = (tiles_x * tiles_y) as u32;
@@ -109,20 +216,31 @@ pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Resu
         (0, 0, 0)
     };
     let (entries, chunks) = (entries as u32, chunks as u32);
-    let sites = job.sites() as u64;
-    let final_vec = u32::from(labels % 16 == 0);
-    let final_blocks = (job.sites().div_ceil(4 * 256)).clamp(1, FINAL_BLOCKS) as u32;
     // SAFETY: the arguments match the kernels' parameters; `input` and `labels` hold the job's
-    // sites, the scratch words of `scratch_words` lie at `bufs.aux` (Engine::prepare), and the
-    // tile kernel's dynamic shared memory limit was raised when the module was loaded.
+    // sites, the scratch words of `scratch_words` lie at `bufs.aux` (Engine::prepare), the
+    // records (when given) hold `rec.cap` entries and two counts, and the tile kernels' dynamic
+    // shared memory limits were raised when the module was loaded.
     unsafe {
-        gpu.launch_shared(
-            module.func("br_local"),
-            (ntiles, 1, 1),
-            (THREADS, 1, 1),
-            smem,
-            &mut kernel_args![input, labels, geo, tx, vec, mask, edge_roots],
-        )?;
+        match rec {
+            None => gpu.launch_shared(
+                module.func("br_local"),
+                (ntiles, 1, 1),
+                (THREADS, 1, 1),
+                smem,
+                &mut kernel_args![input, labels, geo, tx, vec, mask, edge_roots],
+            )?,
+            Some(rec) => {
+                let rec = *rec;
+                gpu.memset_zero(rec.count, 8)?;
+                gpu.launch_shared(
+                    module.func("br_local_ana"),
+                    (ntiles, 1, 1),
+                    (THREADS, 1, 1),
+                    ana_shared_bytes(rec.slots) as u32,
+                    &mut kernel_args![input, labels, geo, tx, vec, mask, edge_roots, rec],
+                )?
+            }
+        }
         for (mode, seams, lines) in [
             (0u32, ty - 1 + wrap_y, geo.w),
             (1u32, tx - 1 + wrap_x, geo.h),
@@ -170,13 +288,6 @@ pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Resu
         } else {
             gpu.memset_zero(count, 4)?;
         }
-        let canon = u32::from(canonical);
-        gpu.launch(
-            module.func("br_final"),
-            (final_blocks, 1, 1),
-            (256, 1, 1),
-            &mut kernel_args![labels, sites, canon, final_vec, count],
-        )?;
     }
     Ok(())
 }

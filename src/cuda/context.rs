@@ -165,12 +165,17 @@ impl Family {
             Family::Ha4 => &["ha4_strip", "ha4_border", "ha4_wrap", "ha4_relabel"],
             Family::BitRuns => &[
                 "br_local",
+                "br_local_ana",
                 "br_merge",
                 "br_flatten",
                 "br_count",
                 "br_publish",
                 "br_spread",
                 "br_final",
+                "ana_zero",
+                "ana_records",
+                "ana_border",
+                "ana_hist",
             ],
             Family::Regions => crate::cuda::regions::KERNELS,
         }
@@ -226,8 +231,8 @@ impl ModuleKey {
     pub(crate) fn source(&self) -> String {
         let (bw, bh) = self.block_shape();
         let (file, body) = self.family.file();
-        // The analysis kernels read the block forest.
-        let extra = if self.family == Family::BlockUnionFind {
+        // The analysis kernels read the forest of block union-find or bit runs.
+        let extra = if matches!(self.family, Family::BlockUnionFind | Family::BitRuns) {
             format!("#line 1 \"analysis.cu\"\n{ANALYSIS}\n")
         } else {
             String::new()
@@ -384,9 +389,15 @@ impl Gpu {
             let f = module
                 .load_function(k)
                 .map_err(|e| cuda_err(&format!("finding kernel {k}"), e))?;
-            if key.family == Family::BitRuns && super::bit_runs::SHARED_KERNELS.contains(&k) {
+            let shared = match key.family {
+                Family::BitRuns => {
+                    super::bit_runs::kernel_shared_bytes(k, key.segments, self.max_shared_optin)
+                }
+                _ => None,
+            };
+            if let Some(bytes) = shared {
                 // More than the default 48 KB of dynamic shared memory must be asked for.
-                let bytes = super::bit_runs::shared_bytes(key.segments) as i32;
+                let bytes = bytes as i32;
                 f.set_attribute(
                     sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
                     bytes,

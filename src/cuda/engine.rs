@@ -260,6 +260,33 @@ impl Engine {
         Ok(bufs)
     }
 
+    /// Queues bit runs' pieces for the cluster analysis: the tiles' records into `rec`, the
+    /// seams with open boundaries and the ranking (every local root's slot in `labels` holds
+    /// `FLAG | label - 1`, the count is on the device; no label is written). Returns the
+    /// buffers; prepares the job first when needed.
+    pub(crate) fn run_pieces(
+        &mut self,
+        job: &Job,
+        input: sys::CUdeviceptr,
+        labels: sys::CUdeviceptr,
+        rec: &bit_runs::Records,
+    ) -> Result<Buffers> {
+        if job.family != Family::BitRuns || job.segments || job.numbering != Numbering::Canonical {
+            return Err(Error::InvalidArgument(
+                "bit runs' pieces are ranked occupancy clusters".into(),
+            ));
+        }
+        self.ready(job)?;
+        let bufs = self.buffers(job, input, labels);
+        if job.sites() == 0 {
+            self.gpu.memset_zero(bufs.count, 4)?;
+            return Ok(bufs);
+        }
+        let module = self.module(job)?;
+        bit_runs::run_pieces(&self.gpu, module, job, &bufs, rec)?;
+        Ok(bufs)
+    }
+
     /// The module of `job` (compiled by [`Engine::prepare`]).
     pub(crate) fn module(&self, job: &Job) -> Result<&super::context::Module> {
         self.gpu
