@@ -32,7 +32,7 @@ use crate::lattice::{check_size, Boundary, Connectivity, SiteValue};
 use crate::{Error, Labels, Result};
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// What the last queued run will give.
@@ -60,9 +60,12 @@ enum Pending {
 /// # Ok::<(), clusterlab::Error>(())
 /// ```
 ///
-/// Device memory: the forest and scratch of block union-find, 52 bytes per union-find block
-/// (per 2×1 sites with 4-connectivity, 2×2 with 8) for the accumulators, the staged input for
-/// host lattices and, when labels are asked for, 4 bytes per site.
+/// Device memory (bit runs): the label array, which is also the forest (4 bytes per site), and,
+/// per possible piece (one per two sites of a tile row), a 24-byte component record and 52 bytes
+/// of accumulators — about 42 bytes per site in all — plus bit runs' scratch (two bits per site)
+/// and the staged input for host lattices. With block union-find (GPUs without bit runs' shared
+/// memory): its forest and scratch and 52 bytes per union-find block (2×1 sites with
+/// 4-connectivity, 2×2 with 8), plus 4 bytes per site when labels are asked for.
 pub struct CudaAnalyzer {
     dev: DeviceAnalysis,
     pending: Option<Pending>,
@@ -423,28 +426,29 @@ impl CudaAnalyzer {
                     && ((wx && (e[2] == 0 || e[3] as usize == w - 1))
                         || (wy && (e[4] == 0 || e[5] as usize == h - 1)))
             };
-            let mut labels: Vec<u32> = b
-                .chunks_exact(BORDER_WORDS)
-                .filter(|e| on_seam(e))
-                .map(|e| e[0])
-                .collect();
-            labels.sort_unstable();
-            labels.dedup();
-            let k = labels.len();
-            let node = |l: u32| labels.binary_search(&l).map_or(0, |i| i as u32 + 1);
+            // Dense node numbers of the seam pieces, once per edge site (the join below asks for
+            // each site from every wrap link that reaches it). Neighbouring edge sites mostly
+            // share a piece, so the map is consulted only when the label changes.
+            let mut node_of = vec![0u32; b.len() / BORDER_WORDS];
+            let mut nodes: HashMap<u32, u32> = HashMap::new();
             // [size, x_min, x_max, y_min, y_max] per node.
-            let mut info = vec![[0u32; 5]; k + 1];
-            for e in b.chunks_exact(BORDER_WORDS).filter(|e| on_seam(e)) {
-                info[node(e[0]) as usize].copy_from_slice(&e[1..6]);
-            }
-            let at = |s: (usize, usize)| {
-                let e = &b[BORDER_WORDS * edge_index((h, w), s)..][..BORDER_WORDS];
-                if on_seam(e) {
-                    node(e[0])
-                } else {
-                    0
+            let mut info = vec![[0u32; 5]];
+            let (mut last, mut last_node) = (0u32, 0u32);
+            for (i, e) in b.chunks_exact(BORDER_WORDS).enumerate() {
+                if !on_seam(e) {
+                    continue;
                 }
-            };
+                if e[0] != last {
+                    last = e[0];
+                    last_node = *nodes.entry(last).or_insert_with(|| {
+                        info.push([e[1], e[2], e[3], e[4], e[5]]);
+                        (info.len() - 1) as u32
+                    });
+                }
+                node_of[i] = last_node;
+            }
+            let k = info.len() - 1;
+            let at = |s: (usize, usize)| node_of[edge_index((h, w), s)];
             self.joined
                 .join_edges((h, w), k, self.dev.connectivity, boundary, at);
             let n = self.joined.count;

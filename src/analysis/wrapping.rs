@@ -140,9 +140,15 @@ impl Joined {
         self.flags.resize(npieces + 1, 0);
         let (wy, wx) = (boundary.wraps_y(), boundary.wraps_x());
         if h > 0 && w > 0 && (wx || wy) {
+            // A link equal to the one before adds nothing (the pieces are joined with that
+            // shift already), and along an edge most links repeat the last one.
+            let mut last = None;
             for_each_wrap_link(h, w, connectivity, wx, wy, |s, t, k| {
                 if let Some((a, b)) = link(s, t) {
-                    self.link(a, b, k);
+                    if last != Some((a, b, k)) {
+                        self.link(a, b, k);
+                        last = Some((a, b, k));
+                    }
                 }
             });
         }
