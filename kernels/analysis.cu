@@ -213,6 +213,17 @@ ana_runs(const site_t* __restrict__ in, const u32* P, Geo g, Acc a, u32* labels,
 }
 
 #ifdef TW
+// The exact sum of a u64 over the lanes of `grp`, in three chunks of at most 22 bits (sm_80's
+// warp reductions are 32-bit; 32 chunks cannot overflow one).
+#if __CUDA_ARCH__ >= 800
+__device__ __forceinline__ u64 grp_sum64(u32 grp, u64 v) {
+    const u32 lo = __reduce_add_sync(grp, (u32)v & 0x3fffffu);
+    const u32 mid = __reduce_add_sync(grp, (u32)(v >> 22) & 0x3fffffu);
+    const u32 hi = __reduce_add_sync(grp, (u32)(v >> 44));
+    return (u64)lo + ((u64)mid << 22) + ((u64)hi << 44);
+}
+#endif
+
 // Bit runs' module only (br_local_ana's records, kernels/bit_runs.cu: BrRec). After br_spread
 // every local root's slot in L holds FLAG | the piece's label - 1. A thread per record moves the
 // record's sums from tile to lattice coordinates and stores them into the piece's accumulators:

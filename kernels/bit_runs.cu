@@ -448,18 +448,18 @@ struct BrRec {
     u32 slots; // shared-memory accumulators (ana_shared_bytes)
 };
 
-// Packed sums of the run of `len` sites from column c of tile row r.
-__device__ __forceinline__ u64 run_a(u32 len, u32 r) {
-    return (u64)len | (u64)(len * r) << 16 | (u64)(len * r * r) << 35;
+// The record's packed sums (fields as above).
+__device__ __forceinline__ u64 pack_a(u32 size, u32 sy, u32 syy) {
+    return (u64)size | (u64)sy << 16 | (u64)syy << 35;
 }
-// Sum of x^2 over the run: the sum of squares 0..=m is m (m + 1) (2m + 1) / 6, below 2^32 for
-// m < 1024.
+__device__ __forceinline__ u64 pack_b(u32 sx, u64 sxx) { return (u64)sx | sxx << 24; }
+
+// Sums over the run of `len` sites from column c: of x, and of x^2 (the sum of squares 0..=m is
+// m (m + 1) (2m + 1) / 6, below 2^32 for m < 1024).
+__device__ __forceinline__ u32 run_sx(u32 c, u32 len) { return len * c + len * (len - 1) / 2; }
 __device__ __forceinline__ u32 run_sq(u32 c, u32 len) {
     const u32 e = c + len - 1;
     return e * (e + 1) * (2 * e + 1) / 6 - (c ? (c - 1) * c * (2 * c - 1) / 6 : 0u);
-}
-__device__ __forceinline__ u64 run_b(u32 c, u32 len) {
-    return (u64)(len * c + len * (len - 1) / 2) | (u64)run_sq(c, len) << 24;
 }
 
 // The length of the run that starts at column c of tile row r: up to the next site that is not
@@ -481,17 +481,6 @@ __device__ __forceinline__ void put_record(const BrRec& rec, u32 j, u32 site, u6
     rec.b[j] = b;
     rec.box[j] = box;
 }
-
-// Exact sums over the lanes of `grp` of a u32 (sm_80's warp reductions; 32 values of the sizes
-// summed here cannot overflow) and of a u64, in three chunks of at most 22 bits.
-#if __CUDA_ARCH__ >= 800
-__device__ __forceinline__ u64 grp_sum64(u32 grp, u64 v) {
-    const u32 lo = __reduce_add_sync(grp, (u32)v & 0x3fffffu);
-    const u32 mid = __reduce_add_sync(grp, (u32)(v >> 22) & 0x3fffffu);
-    const u32 hi = __reduce_add_sync(grp, (u32)(v >> 44));
-    return (u64)lo + ((u64)mid << 22) + ((u64)hi << 44);
-}
-#endif
 
 // The tile's records, after every node points straight at its local root (`mine`: this thread's
 // roots, bit k for node threadIdx.x + 512 k; OFF_MULTI: the roots of more than one run). A
@@ -551,7 +540,8 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
             ent[n] = (e & (OWN_MASK | EDGE)) | ((jm + __popc(bm & lt)) << PAR_SHIFT);
         } else if (root) {
             const u32 r = (e >> 10) & 31u, c = e & 1023u, len = run_len(sm, r, c);
-            put_record(rec, j, node_key(ent, g, t, n), run_a(len, r), run_b(c, len),
+            put_record(rec, j, node_key(ent, g, t, n), pack_a(len, len * r, len * r * r),
+                       pack_b(run_sx(c, len), run_sq(c, len)),
                        c | (c + len - 1) << 10 | r << 20 | r << 25);
         }
         ji += __popc(bi);
@@ -578,8 +568,8 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
             }
             const u32 r = (e >> 10) & 31u, c = e & 1023u, len = run_len(sm, r, c);
             const u32 last = c + len - 1, sq = run_sq(c, len);
-            u32 v[ACC_FIELDS] = {len,     len * r,         len * r * r, len * c + len * (len - 1) / 2,
-                                 sq & 0xffffu, sq >> 16, c, last, r};
+            u32 v[ACC_FIELDS] = {len, len * r, len * r * r, run_sx(c, len), sq & 0xffffu, sq >> 16,
+                                 c, last, r};
             // Lanes holding runs of one component side by side (a large component's runs are
             // dense in raster order) sum them into the first lane of the stretch (a segmented
             // reduction by shuffles), which alone adds the sums; elsewhere every lane adds its
@@ -623,9 +613,8 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
             if (s >= rec.slots) continue;
             const u32 r = (e >> 10) & 31u;
             const u32* q = acc + s;
-            const u64 a = (u64)q[0] | (u64)q[S] << 16 | (u64)q[2 * S] << 35;
-            const u64 b = (u64)q[3 * S] | ((u64)q[4 * S] + ((u64)q[5 * S] << 16)) << 24;
-            put_record(rec, j, node_key(ent, g, t, n), a, b,
+            put_record(rec, j, node_key(ent, g, t, n), pack_a(q[0], q[S], q[2 * S]),
+                       pack_b(q[3 * S], (u64)q[4 * S] + ((u64)q[5 * S] << 16)),
                        q[6 * S] | q[7 * S] << 10 | r << 20 | q[8 * S] << 25);
         }
         __syncthreads();
@@ -637,7 +626,7 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
 // memory BR_SMEM_WORDS words, which allows two CTAs per multiprocessor (hence the launch bounds:
 // up to 64 registers a thread). ER: the mask of the edge components' local roots (one bit per site,
 // 32 words per row and tile column); RB: canonical numbering's mask of the interior roots, or null
-// (raw numbering).
+// (raw numbering). ANA (br_local_ana): also the records, with OFF_ACC + ACC_FIELDS * slots words.
 template <bool ANA>
 __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, u32* L, const Geo& g,
                                               u32 tiles_x, u32 vec, u32* RB, u32* ER,
