@@ -82,13 +82,13 @@ impl DeviceAnalysis {
         boundary: Boundary,
     ) -> Result<Self> {
         let gpu = Gpu::new(device)?;
-        let fits = bit_runs::shared_bytes(false) <= gpu.max_shared_optin;
         Ok(DeviceAnalysis {
             input: DevBuf::new(&gpu),
             labels: DevBuf::new(&gpu),
             acc: DevBuf::new(&gpu),
             records: DevBuf::new(&gpu),
-            slots: bit_runs::ana_slots(gpu.max_shared_optin).filter(|_| fits),
+            // (Room for the accumulators implies room for br_local's own shared memory.)
+            slots: bit_runs::ana_slots(gpu.max_shared_optin),
             border: DevBuf::new(&gpu),
             hist: DevBuf::new(&gpu),
             tail: DevBuf::new(&gpu),

@@ -123,7 +123,7 @@ const FINAL_BLOCKS: usize = 4096;
 /// The cluster analysis's component records (`struct BrRec` in `bit_runs.cu`): one per local
 /// component of a tile, interior ones from the front, edge ones from the back.
 #[repr(C)]
-#[derive(Debug, Clone, Copy, Default)]
+#[derive(Debug, Clone, Copy)]
 pub(crate) struct Records {
     pub root: u64,
     pub a: u64,
@@ -290,4 +290,48 @@ fn queue(
         }
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::context::{Family, SiteType};
+    use crate::lattice::{Boundary, Connectivity};
+
+    fn job(height: usize, width: usize) -> Job {
+        Job {
+            site: SiteType::U8,
+            height,
+            width,
+            connectivity: Connectivity::Four,
+            boundary: Boundary::Open,
+            segments: false,
+            family: Family::BitRuns,
+            numbering: Numbering::Canonical,
+        }
+    }
+
+    /// The analysis tile pass keeps two blocks per multiprocessor on H100/H200 (227 KB opt-in)
+    /// and fits a 99 KB device with fewer accumulators; without room for its own mask and scan
+    /// it does not run at all.
+    #[test]
+    fn analysis_shared_memory() {
+        let h100 = ana_slots(227 * 1024).unwrap();
+        assert_eq!(h100, 668);
+        assert!(ana_shared_bytes(h100) <= ANA_SHARED_TARGET);
+        assert!(2 * (ana_shared_bytes(h100) + 1024) <= 228 * 1024);
+        let ada = ana_slots(99 * 1024).unwrap();
+        assert!(ada >= ANA_MIN_SLOTS as u32 && ana_shared_bytes(ada) <= 99 * 1024);
+        assert_eq!(ana_slots(shared_bytes(false)), None);
+        assert_eq!(ana_slots(64 * 1024), None);
+    }
+
+    /// Every tile row holds at most ceil(columns / 2) runs, each at most one component.
+    #[test]
+    fn record_capacity_bounds_the_runs() {
+        assert_eq!(record_capacity(&job(1, 1)), 1);
+        assert_eq!(record_capacity(&job(3, 1024)), 3 * 512);
+        assert_eq!(record_capacity(&job(2, 1025)), 2 * (512 + 1));
+        assert_eq!(record_capacity(&job(5, 2049)), 5 * (1024 + 1));
+    }
 }
