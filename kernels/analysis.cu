@@ -249,15 +249,15 @@ ana_records(const u32* L, Geo g, Acc a, BrRec rec, u32 moments) {
             const u32 x0 = (site - ys * g.w) & ~(TW - 1), y0 = ys - ys % TH;
             const u64 A = rec.a[j], B = rec.b[j];
             const u32 box = rec.box[j];
-            s = (u32)(A & 0xffffu);
-            xmn = x0 + (box & 1023u);
-            xmx = x0 + ((box >> 10) & 1023u);
-            ymn = y0 + ((box >> 20) & 31u);
-            ymx = y0 + (box >> 25);
+            s = rec_size(A);
+            xmn = x0 + box_x_min(box);
+            xmx = x0 + box_x_max(box);
+            ymn = y0 + box_y_min(box);
+            ymx = y0 + box_y_max(box);
             if (moments) {
                 const u64 n = s, X = x0, Y = y0;
-                const u64 lx = B & 0xffffffull, lxx = B >> 24;
-                const u64 ly = (A >> 16) & 0x7ffffull, lyy = A >> 35;
+                const u64 lx = rec_sx(B), lxx = rec_sxx(B);
+                const u64 ly = rec_sy(A), lyy = rec_syy(A);
                 sx = X * n + lx;
                 sxx = X * X * n + 2ull * X * lx + lxx;
                 sy = Y * n + ly;

@@ -448,11 +448,24 @@ struct BrRec {
     u32 slots; // shared-memory accumulators (ana_shared_bytes)
 };
 
-// The record's packed sums (fields as above).
+// The record's packed fields (as above).
 __device__ __forceinline__ u64 pack_a(u32 size, u32 sy, u32 syy) {
     return (u64)size | (u64)sy << 16 | (u64)syy << 35;
 }
 __device__ __forceinline__ u64 pack_b(u32 sx, u64 sxx) { return (u64)sx | sxx << 24; }
+__device__ __forceinline__ u32 pack_box(u32 x_min, u32 x_max, u32 y_min, u32 y_max) {
+    return x_min | x_max << 10 | y_min << 20 | y_max << 25;
+}
+// And back (analysis.cu's ana_records).
+__device__ __forceinline__ u32 rec_size(u64 a) { return (u32)(a & 0xffffu); }
+__device__ __forceinline__ u64 rec_sy(u64 a) { return (a >> 16) & 0x7ffffull; }
+__device__ __forceinline__ u64 rec_syy(u64 a) { return a >> 35; }
+__device__ __forceinline__ u64 rec_sx(u64 b) { return b & 0xffffffull; }
+__device__ __forceinline__ u64 rec_sxx(u64 b) { return b >> 24; }
+__device__ __forceinline__ u32 box_x_min(u32 box) { return box & 1023u; }
+__device__ __forceinline__ u32 box_x_max(u32 box) { return (box >> 10) & 1023u; }
+__device__ __forceinline__ u32 box_y_min(u32 box) { return (box >> 20) & 31u; }
+__device__ __forceinline__ u32 box_y_max(u32 box) { return box >> 25; }
 
 // Sums over the run of `len` sites from column c: of x, and of x^2 (the sum of squares 0..=m is
 // m (m + 1) (2m + 1) / 6, below 2^32 for m < 1024).
@@ -542,7 +555,7 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
             const u32 r = (e >> 10) & 31u, c = e & 1023u, len = run_len(sm, r, c);
             put_record(rec, j, node_key(ent, g, t, n), pack_a(len, len * r, len * r * r),
                        pack_b(run_sx(c, len), run_sq(c, len)),
-                       c | (c + len - 1) << 10 | r << 20 | r << 25);
+                       pack_box(c, c + len - 1, r, r));
         }
         ji += __popc(bi);
         je += __popc(be);
@@ -615,7 +628,7 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
             const u32* q = acc + s;
             put_record(rec, j, node_key(ent, g, t, n), pack_a(q[0], q[S], q[2 * S]),
                        pack_b(q[3 * S], (u64)q[4 * S] + ((u64)q[5 * S] << 16)),
-                       q[6 * S] | q[7 * S] << 10 | r << 20 | q[8 * S] << 25);
+                       pack_box(q[6 * S], q[7 * S], r, q[8 * S]));
         }
         __syncthreads();
     }
