@@ -1,105 +1,15 @@
 //! [`Labeler`]: a reusable labeling plan that owns its buffers.
 
-use crate::backend::{LabelBackend, Spec};
-use crate::cpu::CpuBackend;
-use crate::lattice::{check_size, Boundary, Connectivity, SiteValue};
-use crate::{Error, Labels, Result};
+use crate::core::backend::LabelBackend;
+use crate::core::lattice::check_size;
+use crate::core::options::Spec;
+use crate::cpu::{pool::CpuPool, CpuBackend};
+use crate::device::Device;
+use crate::{
+    Algorithm, Backend, Boundary, Connectivity, Error, Labels, Options, Parallelism, Result,
+    SiteValue,
+};
 use ndarray::{Array2, ArrayView2, ArrayViewMut2};
-
-/// Which labeling algorithm to run. Each backend implements some of them; asking a backend for
-/// one it lacks is an [`Error::InvalidArgument`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum Algorithm {
-    /// The fastest the backend has ([`Algorithm::Strips`] on the CPU).
-    #[default]
-    Auto,
-    /// Breadth-first flood fill: the slow, obviously correct reference (CPU).
-    Bfs,
-    /// The classic Hoshen–Kopelman raster scan with a label-of-labels array (CPU).
-    HoshenKopelman,
-    /// Run-based union-find over horizontal strips labeled in parallel, then a border merge (CPU).
-    Strips,
-    /// HA4 (Hennequin et al. 2018): one warp per row segment with bitmask run detection, union-find
-    /// at segment starts, a horizontal border merge and relabeling (GPU, 4-connectivity).
-    Ha4,
-    /// Label equivalence (Kalentev et al. 2011): iterated scanning and analysis until a done flag
-    /// stays clear (GPU).
-    LabelEquivalence,
-    /// Tile merge (Šťava & Beneš 2010): shared-memory tiles labeled locally, then hierarchical
-    /// border merging and a final flatten (GPU).
-    TileMerge,
-    /// Block-based union-find on 2×2 blocks for 8-connectivity, 2×1 for 4-connectivity (GPU; what
-    /// `Auto` picks on devices of compute capability 7.5).
-    BlockUnionFind,
-    /// Run-based union-find on bit-packed rows in shared-memory tiles of 32 × 1024 sites, each
-    /// labeled once and written whole, then elementwise passes for the clusters that cross tile
-    /// seams (GPU; the fastest, what `Auto` picks).
-    BitRuns,
-}
-
-/// Where labeling runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum Backend {
-    /// The CPU (the default: no device is touched).
-    #[default]
-    Cpu,
-    /// An NVIDIA GPU, by device ordinal (feature `cuda`).
-    Cuda {
-        /// The CUDA device ordinal (0 for the first GPU).
-        device: usize,
-    },
-    /// The first GPU when a CUDA driver and device are usable and the algorithm runs there, the
-    /// CPU otherwise; [`Labeler::backend_name`] says which was chosen.
-    Auto,
-}
-
-impl std::str::FromStr for Backend {
-    type Err = Error;
-    fn from_str(s: &str) -> Result<Self> {
-        match s {
-            "cpu" => Ok(Backend::Cpu),
-            "cuda" | "gpu" => Ok(Backend::Cuda { device: 0 }),
-            "auto" => Ok(Backend::Auto),
-            _ => match s.strip_prefix("cuda:").map(str::parse) {
-                Some(Ok(device)) => Ok(Backend::Cuda { device }),
-                _ => Err(Error::InvalidArgument(format!(
-                    "backend must be cpu, cuda, cuda:N or auto, not {s:?}"
-                ))),
-            },
-        }
-    }
-}
-
-impl Algorithm {
-    /// Whether the CPU backend implements this algorithm.
-    pub fn runs_on_cpu(self) -> bool {
-        matches!(
-            self,
-            Algorithm::Auto | Algorithm::Bfs | Algorithm::HoshenKopelman | Algorithm::Strips
-        )
-    }
-    /// Whether the CUDA backend implements this algorithm.
-    pub fn runs_on_gpu(self) -> bool {
-        !matches!(
-            self,
-            Algorithm::Bfs | Algorithm::HoshenKopelman | Algorithm::Strips
-        )
-    }
-}
-
-/// How many threads the CPU backend uses.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Parallelism {
-    /// One thread, the caller's.
-    Sequential,
-    /// Rayon's global pool, whose size follows `RAYON_NUM_THREADS` (default: all cores).
-    #[default]
-    Rayon,
-    /// A pool of exactly this many threads, owned by the labeler.
-    Threads(usize),
-}
 
 /// A labeling plan for lattice after lattice: connectivity, boundary, site rule and algorithm,
 /// with the buffers it needs. After the first call on a given shape, [`Labeler::label_into`]
@@ -120,9 +30,8 @@ pub enum Parallelism {
 /// # Ok::<(), clusterlab::Error>(())
 /// ```
 pub struct Labeler {
-    spec: Spec,
-    parallelism: Parallelism,
-    on_gpu: bool,
+    options: Options,
+    device: Device,
     backend: Box<dyn LabelBackend + Send>,
     /// Label buffer for outputs whose rows are not contiguous.
     staging: Array2<u32>,
@@ -132,37 +41,56 @@ impl Labeler {
     /// A CPU labeler for occupancy lattices (nonzero = occupied) with the fastest algorithm and
     /// rayon's global thread pool.
     pub fn new(connectivity: Connectivity, boundary: Boundary) -> Self {
+        let pool = CpuPool::new(Parallelism::Rayon);
         Labeler {
-            spec: Spec {
-                connectivity,
-                boundary,
-                segments: false,
-                algorithm: Algorithm::Auto,
-            },
-            parallelism: Parallelism::Rayon,
-            on_gpu: false,
-            backend: Box::new(CpuBackend::new(Parallelism::Rayon)),
+            options: Options::new(connectivity, boundary),
+            backend: Box::new(CpuBackend::new(pool.clone())),
+            device: Device::Cpu(pool),
             staging: Array2::zeros((0, 0)),
         }
     }
 
+    /// A labeler for `options`, its backend resolved at once.
+    ///
+    /// # Errors
+    /// As [`Labeler::backend`].
+    pub fn with_options(options: Options) -> Result<Self> {
+        let device = Device::resolve(&options)?;
+        Ok(Labeler {
+            options,
+            backend: device.label_backend()?,
+            device,
+            staging: Array2::zeros((0, 0)),
+        })
+    }
+
     /// Same-value segments: neighbours join only when they hold the same nonzero value.
     pub fn segments(mut self, segments: bool) -> Self {
-        self.spec.segments = segments;
+        self.options.segments = segments;
         self
     }
 
-    /// The algorithm to run (default [`Algorithm::Auto`]).
+    /// The algorithm to run (default [`Algorithm::Auto`]). With [`Backend::Auto`], a GPU-only
+    /// algorithm where no GPU is usable runs as the CPU's [`Algorithm::Auto`] (and
+    /// [`Labeler::backend_name`] says `cpu`); with [`Backend::Cpu`] it is an error at the first
+    /// call.
     pub fn algorithm(mut self, algorithm: Algorithm) -> Self {
-        self.spec.algorithm = algorithm;
+        self.options.algorithm = algorithm;
+        if self.options.backend == Backend::Auto {
+            // Auto never fails: it falls back to the CPU.
+            let device = Device::resolve(&self.options)
+                .unwrap_or_else(|_| Device::Cpu(CpuPool::new(self.options.parallelism)));
+            self.set_device(device);
+        }
         self
     }
 
-    /// The CPU thread count (default [`Parallelism::Rayon`]).
+    /// The CPU thread count (default [`Parallelism::Rayon`]). A thread count of 0 or above
+    /// [`MAX_THREADS`](crate::MAX_THREADS) is an error at the first call.
     pub fn parallelism(mut self, parallelism: Parallelism) -> Self {
-        self.parallelism = parallelism;
-        if !self.on_gpu {
-            self.backend = Box::new(CpuBackend::new(parallelism));
+        self.options.parallelism = parallelism;
+        if !self.device.is_gpu() {
+            self.set_device(Device::Cpu(CpuPool::new(parallelism)));
         }
         self
     }
@@ -175,25 +103,41 @@ impl Labeler {
     /// usable (or the crate was built without the `cuda` feature); [`Backend::Auto`] falls back to
     /// the CPU instead.
     pub fn backend(mut self, backend: Backend) -> Result<Self> {
-        let gpu = match backend {
-            Backend::Cpu => None,
-            Backend::Cuda { device } => Some(cuda_backend(device)?),
-            Backend::Auto if self.spec.algorithm.runs_on_gpu() => cuda_backend(0).ok(),
-            Backend::Auto => None,
-        };
-        self.on_gpu = gpu.is_some();
-        self.backend = gpu.unwrap_or_else(|| Box::new(CpuBackend::new(self.parallelism)));
+        self.options.backend = backend;
+        let device = Device::resolve(&self.options)?;
+        self.backend = device.label_backend()?;
+        self.device = device;
         Ok(self)
+    }
+
+    /// Replaces the device and its backend; a GPU whose stream cannot be made leaves the CPU.
+    fn set_device(&mut self, device: Device) {
+        match device.label_backend() {
+            Ok(backend) => {
+                self.backend = backend;
+                self.device = device;
+            }
+            Err(_) => {
+                let pool = CpuPool::new(self.options.parallelism);
+                self.backend = Box::new(CpuBackend::new(pool.clone()));
+                self.device = Device::Cpu(pool);
+            }
+        }
+    }
+
+    /// The options this labeler runs with.
+    pub fn options(&self) -> Options {
+        self.options
     }
 
     /// The neighbourhood.
     pub fn connectivity(&self) -> Connectivity {
-        self.spec.connectivity
+        self.options.connectivity
     }
 
     /// The boundary.
     pub fn boundary(&self) -> Boundary {
-        self.spec.boundary
+        self.options.boundary
     }
 
     /// The backend that runs the labeling, e.g. `"cpu"` or `"cuda:0 (NVIDIA H200)"`.
@@ -231,15 +175,17 @@ impl Labeler {
             copy.view()
         };
         let input = T::input(lattice);
+        let spec = Spec {
+            algorithm: self.device.algorithm(&self.options),
+            ..self.options.spec()
+        };
         if rows_contiguous(out.strides(), w) {
-            self.backend.label(input, &self.spec, out)
+            self.backend.label(input, &spec, out)
         } else {
             if self.staging.dim() != (h, w) {
                 self.staging = Array2::zeros((h, w));
             }
-            let n = self
-                .backend
-                .label(input, &self.spec, self.staging.view_mut())?;
+            let n = self.backend.label(input, &spec, self.staging.view_mut())?;
             out.assign(&self.staging);
             Ok(n)
         }
@@ -260,19 +206,4 @@ impl Labeler {
 /// Whether each row is contiguous in memory (stride 1 along `x`, or at most one column).
 fn rows_contiguous(strides: &[isize], w: usize) -> bool {
     w <= 1 || strides[1] == 1
-}
-
-/// The CUDA backend on `device`, or why there is none.
-fn cuda_backend(device: usize) -> Result<Box<dyn LabelBackend + Send>> {
-    #[cfg(feature = "cuda")]
-    {
-        Ok(Box::new(crate::cuda::CudaBackend::new(device)?))
-    }
-    #[cfg(not(feature = "cuda"))]
-    {
-        let _ = device;
-        Err(Error::CudaUnavailable(
-            "clusterlab was built without the `cuda` feature".into(),
-        ))
-    }
 }

@@ -38,29 +38,40 @@
 
 #![warn(missing_docs)]
 
-pub mod analysis;
-mod backend;
+// Layers, bottom up; each imports only from the ones above it in this list:
+// core ← backends (cpu, cuda) ← device ← front ends (labeler, analysis, regions)
+// ← I/O, generate, plot ← the binary.
+mod core;
 mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
-mod error;
+// Without the `cuda` feature, a stub with the same crate-internal names whose constructors say
+// why there is no GPU: front ends need no `cfg` of their own.
+#[cfg(not(feature = "cuda"))]
+#[path = "cuda_off.rs"]
+mod cuda;
+mod device;
+
+pub mod analysis;
+mod labeler;
+pub mod regions;
+
 pub mod generate;
 pub mod io;
-mod labeler;
-mod labels;
-mod lattice;
 #[cfg(feature = "plot")]
 pub mod plot;
-pub mod regions;
-mod rule;
 
+// Transitional crate-internal paths for modules that still import `crate::lattice` etc.
+use crate::core::{lattice, rule};
+
+pub use crate::core::error::{Error, Result};
+pub use crate::core::labels::Labels;
+pub use crate::core::lattice::{Boundary, Connectivity, SiteValue, MAX_SITES};
+pub use crate::core::options::{Algorithm, Backend, Options, Parallelism, MAX_THREADS};
 pub use analysis::{
     analyze, Analyzer, ClusterRow, ClusterTable, LatticeStats, Measures, Percolating,
 };
-pub use error::{Error, Result};
-pub use labeler::{Algorithm, Backend, Labeler, Parallelism};
-pub use labels::Labels;
-pub use lattice::{Boundary, Connectivity, SiteValue, MAX_SITES};
+pub use labeler::Labeler;
 pub use regions::{region_from_seeds, Criterion, Reference, RegionGrower};
 
 use ndarray::ArrayView2;

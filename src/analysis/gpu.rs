@@ -26,9 +26,10 @@ use super::scan::Moments;
 use super::table::Builder;
 use super::wrapping::{Joined, WRAP_X, WRAP_Y};
 use super::{ClusterTable, Measures};
+use crate::core::lattice::check_size;
 use crate::cuda::analysis::{DeviceAnalysis, BORDER_WORDS, HIST_CAP};
 use crate::cuda::cudarc::driver::{result as dres, CudaStream, DevicePtr};
-use crate::lattice::{check_size, Boundary, Connectivity, SiteValue};
+use crate::{Boundary, Connectivity, SiteValue};
 use crate::{Error, Labels, Result};
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
@@ -101,6 +102,15 @@ impl CudaAnalyzer {
             sums: Vec::new(),
             staging: Vec::new(),
         })
+    }
+
+    /// An analyzer on a device the front end resolved.
+    pub(crate) fn on(
+        device: &crate::cuda::CudaDevice,
+        connectivity: Connectivity,
+        boundary: Boundary,
+    ) -> Result<Self> {
+        Self::new(device.ordinal(), connectivity, boundary)
     }
 
     /// The stream the analyzer queues its work on.

@@ -114,22 +114,27 @@
 mod accum;
 mod filled;
 #[cfg(feature = "cuda")]
-mod gpu;
+pub(crate) mod gpu;
 mod output;
 mod scan;
 mod stats;
 mod table;
 mod wrapping;
 
+#[cfg(not(feature = "cuda"))]
+use crate::cuda::CudaAnalyzer;
 #[cfg(feature = "cuda")]
 pub use gpu::{CudaAnalyzer, PercolatingCluster, SizeCounts};
 pub use output::{CSV_HEADER, CSV_HEADER_SHAPE};
 pub use stats::{LatticeStats, Percolating};
 pub use table::{ClusterRow, ClusterTable};
 
-use crate::labeler::Parallelism;
-use crate::lattice::{check_size, Boundary, Connectivity, SiteValue};
-use crate::{Error, Labeler, Labels, Result};
+use crate::core::lattice::check_size;
+use crate::cpu::pool::CpuPool;
+use crate::device::Device;
+use crate::{
+    Backend, Boundary, Connectivity, Labeler, Labels, Options, Parallelism, Result, SiteValue,
+};
 use accum::{run_jobs, scan_labels, split_owned, strip_rows, Merge, Sink};
 use filled::Dominance;
 use ndarray::{Array2, ArrayView2, Zip};
@@ -192,14 +197,16 @@ pub fn analyze(
 /// # Ok::<(), clusterlab::Error>(())
 /// ```
 pub struct Analyzer {
-    connectivity: Connectivity,
-    boundary: Boundary,
-    segments: bool,
+    /// Connectivity, boundary, segments, threads and backend.
+    options: Options,
     measures: Measures,
-    parallelism: Parallelism,
-    pool: Option<rayon::ThreadPool>,
-    labeler: Labeler,
-    dual_labeler: Labeler,
+    /// Where it runs, resolved by [`Analyzer::backend`].
+    device: Device,
+    /// The threads of the CPU passes (also with a GPU device).
+    pool: CpuPool,
+    /// The lattice's and the complement's labelers (open boundaries), built on first use from
+    /// `options` and `device`, so that the builder methods may come in any order.
+    labelers: Option<(Labeler, Labeler)>,
     /// Final labels of the last call.
     labels: Array2<u32>,
     count: usize,
@@ -214,13 +221,8 @@ pub struct Analyzer {
     strips: Vec<StripScratch>,
     dominance: Dominance,
     buffers: Buffers,
-    /// The GPU device, when the backend is a GPU.
-    device: Option<usize>,
-    /// The GPU analyzer for [`Measures::Shape`] of occupancy lattices.
-    #[cfg(feature = "cuda")]
-    gpu: Option<gpu::CudaAnalyzer>,
-    /// Whether `labeler` and `dual_labeler` run on the GPU.
-    labelers_on_gpu: bool,
+    /// The GPU analyzer for [`Measures::Shape`] of occupancy lattices, on a GPU device.
+    gpu: Option<CudaAnalyzer>,
 }
 
 /// Per-label arrays, kept between calls.
@@ -242,19 +244,12 @@ impl Analyzer {
     /// An analyzer for occupancy lattices (nonzero = occupied) computing every measure on rayon's
     /// global thread pool.
     pub fn new(connectivity: Connectivity, boundary: Boundary) -> Self {
-        let dual = match connectivity {
-            Connectivity::Four => Connectivity::Eight,
-            Connectivity::Eight => Connectivity::Four,
-        };
         Analyzer {
-            connectivity,
-            boundary,
-            segments: false,
+            options: Options::new(connectivity, boundary),
             measures: Measures::All,
-            parallelism: Parallelism::Rayon,
-            pool: None,
-            labeler: Labeler::new(connectivity, Boundary::Open),
-            dual_labeler: Labeler::new(dual, Boundary::Open),
+            device: Device::Cpu(CpuPool::new(Parallelism::Rayon)),
+            pool: CpuPool::new(Parallelism::Rayon),
+            labelers: None,
             labels: Array2::zeros((0, 0)),
             count: 0,
             pieces: Array2::zeros((0, 0)),
@@ -266,77 +261,75 @@ impl Analyzer {
             strips: Vec::new(),
             dominance: Dominance::default(),
             buffers: Buffers::default(),
-            device: None,
-            #[cfg(feature = "cuda")]
             gpu: None,
-            labelers_on_gpu: false,
         }
     }
 
-    /// Where to run (default [`Backend::Cpu`](crate::Backend::Cpu)). On a GPU
-    /// ([`Backend::Cuda`](crate::Backend::Cuda), feature `cuda`), [`Measures::Shape`] tables of
-    /// occupancy lattices are computed entirely on the device (see [`CudaAnalyzer`]); with
-    /// [`Measures::All`] or segments the lattice and its complement are labeled on the GPU and
-    /// the perimeters and filled areas measured on the CPU. Tables are identical on every backend.
-    /// [`Backend::Auto`](crate::Backend::Auto) takes GPU 0 when it is usable, the CPU otherwise.
+    /// Where to run (default [`Backend::Cpu`]). On a GPU ([`Backend::Cuda`], feature `cuda`),
+    /// [`Measures::Shape`] tables of occupancy lattices are computed entirely on the device (see
+    /// `cuda::CudaAnalyzer`); with [`Measures::All`] or segments the lattice and its complement
+    /// are labeled on the GPU and the perimeters and filled areas measured on the CPU. Tables
+    /// are identical on every backend. [`Backend::Auto`] takes GPU 0 when it is usable, the CPU
+    /// otherwise.
     ///
     /// # Errors
-    /// [`Error::CudaUnavailable`] for a CUDA backend when no CUDA driver, NVRTC or device is
-    /// usable, or without the `cuda` feature.
-    pub fn backend(mut self, backend: crate::Backend) -> Result<Self> {
-        self.labelers_on_gpu = false;
-        self.labeler = Labeler::new(self.connectivity, Boundary::Open)
-            .segments(self.segments)
-            .parallelism(self.inner_parallelism());
-        self.dual_labeler = Labeler::new(self.dual_labeler.connectivity(), Boundary::Open)
-            .parallelism(self.inner_parallelism());
-        #[cfg(feature = "cuda")]
-        {
-            let open = |d: usize| gpu::CudaAnalyzer::new(d, self.connectivity, self.boundary);
-            let (device, gpu) = match backend {
-                crate::Backend::Cuda { device } => (Some(device), Some(open(device)?)),
-                crate::Backend::Auto => match open(0) {
-                    Ok(g) => (Some(0), Some(g)),
-                    Err(_) => (None, None),
-                },
-                _ => (None, None),
-            };
-            self.device = device;
-            self.gpu = gpu;
-        }
-        #[cfg(not(feature = "cuda"))]
-        {
-            if let crate::Backend::Cuda { .. } = backend {
-                return Err(Error::CudaUnavailable(
-                    "clusterlab was built without the cuda feature".into(),
-                ));
-            }
-            self.device = None;
-        }
+    /// [`Error::CudaUnavailable`](crate::Error::CudaUnavailable) for a CUDA backend when no CUDA
+    /// driver, NVRTC or device is usable, or without the `cuda` feature.
+    pub fn backend(mut self, backend: Backend) -> Result<Self> {
+        self.options.backend = backend;
+        let device = Device::resolve(&self.options)?;
+        self.gpu = match &device {
+            Device::Cuda(d) => match CudaAnalyzer::on(d, self.connectivity(), self.boundary()) {
+                Ok(g) => Some(g),
+                Err(e) if backend != Backend::Auto => return Err(e),
+                Err(_) => None,
+            },
+            Device::Cpu(_) => None,
+        };
+        self.device = if self.gpu.is_some() {
+            device
+        } else {
+            Device::Cpu(CpuPool::new(self.options.parallelism))
+        };
+        self.labelers = None;
         Ok(self)
     }
 
     /// `"cpu"` or `"cuda:N"`: where this analyzer runs.
     pub fn backend_name(&self) -> String {
-        match self.device {
-            Some(d) => format!("cuda:{d}"),
-            None => "cpu".into(),
-        }
+        self.device.name()
     }
 
-    /// Labels on the GPU for the CPU measuring pass (a GPU backend with [`Measures::All`] or
-    /// segments).
-    fn labelers_to_gpu(&mut self) -> Result<()> {
-        if let Some(device) = self.device {
-            if !self.labelers_on_gpu {
-                let gpu = crate::Backend::Cuda { device };
-                self.labeler = Labeler::new(self.connectivity, Boundary::Open)
-                    .segments(self.segments)
-                    .backend(gpu)?;
-                self.dual_labeler =
-                    Labeler::new(self.dual_labeler.connectivity(), Boundary::Open).backend(gpu)?;
-                self.labelers_on_gpu = true;
-            }
+    /// The lattice's and the complement's labelers, built for the current options on first use:
+    /// on the GPU when the device is one, on this analyzer's threads otherwise.
+    fn ensure_labelers(&mut self) -> Result<()> {
+        if self.labelers.is_none() {
+            let open = Options {
+                boundary: Boundary::Open,
+                // The labelers run inside this analyzer's threads.
+                parallelism: match self.options.parallelism {
+                    Parallelism::Sequential => Parallelism::Sequential,
+                    _ => Parallelism::Rayon,
+                },
+                ..self.options
+            };
+            let dual = Options {
+                connectivity: dual(self.options.connectivity),
+                segments: false,
+                ..open
+            };
+            let make = |options: Options| -> Result<Labeler> {
+                let labeler = Labeler::new(options.connectivity, options.boundary)
+                    .segments(options.segments)
+                    .parallelism(options.parallelism);
+                match &self.device {
+                    Device::Cuda(d) => labeler.backend(Backend::Cuda {
+                        device: d.ordinal(),
+                    }),
+                    Device::Cpu(_) => Ok(labeler),
+                }
+            };
+            self.labelers = Some((make(open)?, make(dual)?));
         }
         Ok(())
     }
@@ -344,11 +337,8 @@ impl Analyzer {
     /// Same-value segments: neighbours join only when they hold the same nonzero value, and a
     /// site of another segment is outside a segment for the perimeters.
     pub fn segments(mut self, segments: bool) -> Self {
-        self.segments = segments;
-        self.labelers_on_gpu = false;
-        self.labeler = Labeler::new(self.connectivity, Boundary::Open)
-            .segments(segments)
-            .parallelism(self.inner_parallelism());
+        self.options.segments = segments;
+        self.labelers = None;
         self
     }
 
@@ -363,33 +353,21 @@ impl Analyzer {
     /// your own rayon jobs (many small lattices in parallel), as `examples/wrapping_probability.rs`
     /// does.
     pub fn parallelism(mut self, parallelism: Parallelism) -> Self {
-        self.parallelism = parallelism;
-        self.pool = None;
-        self.labelers_on_gpu = false;
-        self.labeler = Labeler::new(self.connectivity, Boundary::Open)
-            .segments(self.segments)
-            .parallelism(self.inner_parallelism());
-        self.dual_labeler = Labeler::new(self.dual_labeler.connectivity(), Boundary::Open)
-            .parallelism(self.inner_parallelism());
+        self.options.parallelism = parallelism;
+        self.device = self.device.with_parallelism(parallelism);
+        self.pool = CpuPool::new(parallelism);
+        self.labelers = None;
         self
-    }
-
-    /// The labelers run inside this analyzer's pool (if any), on its threads.
-    fn inner_parallelism(&self) -> Parallelism {
-        match self.parallelism {
-            Parallelism::Sequential => Parallelism::Sequential,
-            _ => Parallelism::Rayon,
-        }
     }
 
     /// The neighbourhood.
     pub fn connectivity(&self) -> Connectivity {
-        self.connectivity
+        self.options.connectivity
     }
 
     /// The boundary.
     pub fn boundary(&self) -> Boundary {
-        self.boundary
+        self.options.boundary
     }
 
     /// The labels of the last analyzed lattice (clusters `1..=n` in raster order of their first
@@ -406,32 +384,23 @@ impl Analyzer {
     /// [`Error::TooManySites`] beyond [`MAX_SITES`](crate::MAX_SITES) sites,
     /// [`Error::InvalidArgument`] for a thread count of 0 or threads that cannot be started.
     pub fn analyze<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<ClusterTable> {
-        #[cfg(feature = "cuda")]
-        if self.gpu_shape().is_some() {
+        if let Some(g) = self.gpu_shape() {
+            let table = g.analyze(lattice)?;
             self.labels = Array2::zeros((0, 0));
             self.count = 0;
-            return self.gpu_shape().expect("checked").analyze(lattice);
+            return Ok(table);
         }
-        self.labelers_to_gpu()?;
-        self.analyze_cpu(lattice)
+        let pool = self.pool.clone();
+        let parallel = pool.parallel();
+        pool.install(|_| self.run(lattice, parallel))?
     }
 
     /// The GPU analyzer when it computes the whole table.
-    #[cfg(feature = "cuda")]
-    fn gpu_shape(&mut self) -> Option<&mut gpu::CudaAnalyzer> {
-        if self.measures == Measures::Shape && !self.segments {
+    fn gpu_shape(&mut self) -> Option<&mut CudaAnalyzer> {
+        if self.measures == Measures::Shape && !self.options.segments {
             self.gpu.as_mut()
         } else {
             None
-        }
-    }
-
-    fn analyze_cpu<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<ClusterTable> {
-        match self.parallelism {
-            Parallelism::Rayon => self.run(lattice, true),
-            // On the caller's thread, without rayon (so that it nests inside rayon jobs).
-            Parallelism::Sequential => self.run(lattice, false),
-            Parallelism::Threads(n) => self.in_pool(n, lattice),
         }
     }
 
@@ -443,7 +412,6 @@ impl Analyzer {
         &mut self,
         lattice: ArrayView2<'_, T>,
     ) -> Result<(ClusterTable, Labels)> {
-        #[cfg(feature = "cuda")]
         if let Some(g) = self.gpu_shape() {
             let (table, labels) = g.analyze_labeled(lattice)?;
             self.labels = labels.array.clone();
@@ -458,29 +426,6 @@ impl Analyzer {
         Ok((table, labels))
     }
 
-    fn in_pool<T: SiteValue>(
-        &mut self,
-        n: usize,
-        lattice: ArrayView2<'_, T>,
-    ) -> Result<ClusterTable> {
-        if n == 0 {
-            return Err(Error::InvalidArgument(
-                "thread count must be at least 1".into(),
-            ));
-        }
-        if self.pool.is_none() {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(n)
-                .build()
-                .map_err(|e| Error::InvalidArgument(format!("cannot start {n} threads: {e}")))?;
-            self.pool = Some(pool);
-        }
-        let pool = self.pool.take().expect("pool");
-        let result = pool.install(|| self.run(lattice, true));
-        self.pool = Some(pool);
-        result
-    }
-
     /// Analyzes on the current rayon pool when `parallel`, else on this thread alone.
     fn run<T: SiteValue>(
         &mut self,
@@ -489,12 +434,13 @@ impl Analyzer {
     ) -> Result<ClusterTable> {
         let (h, w) = lattice.dim();
         check_size(h, w)?;
-        let (connectivity, boundary, segments, measures) = (
-            self.connectivity,
-            self.boundary,
-            self.segments,
-            self.measures,
-        );
+        let Options {
+            connectivity,
+            boundary,
+            segments,
+            ..
+        } = self.options;
+        let measures = self.measures;
         let full = measures == Measures::All;
         let periodic = boundary != Boundary::Open;
         for a in [
@@ -519,7 +465,9 @@ impl Analyzer {
         }
 
         // 1. Clusters: pieces with open boundaries, joined across periodic edges by winding.
-        let npieces = self.labeler.label_into(lattice, self.pieces.view_mut())?;
+        self.ensure_labelers()?;
+        let (labeler, dual_labeler) = self.labelers.as_mut().expect("ensured above");
+        let npieces = labeler.label_into(lattice, self.pieces.view_mut())?;
         let count = if periodic {
             let rule = |a: (usize, usize), b: (usize, usize)| {
                 let (va, vb) = (lattice[a], lattice[b]);
@@ -552,16 +500,15 @@ impl Analyzer {
             } else {
                 zip.for_each(invert);
             }
-            let np = self
-                .dual_labeler
-                .label_into(self.complement.view(), self.empty_pieces.view_mut())?;
+            let np =
+                dual_labeler.label_into(self.complement.view(), self.empty_pieces.view_mut())?;
             nempty = if periodic {
                 let comp = &self.complement;
                 let rule = |a: (usize, usize), b: (usize, usize)| comp[a] != 0 && comp[b] != 0;
                 self.joined_empties.join(
                     self.empty_pieces.view(),
                     np,
-                    self.dual_labeler.connectivity(),
+                    dual(connectivity),
                     boundary,
                     rule,
                 );
@@ -816,6 +763,14 @@ impl Analyzer {
             filled
         };
         Ok(builder.finish(parallel, Some((perimeter, &filled_area)), &mut buf.sums))
+    }
+}
+
+/// The dual connectivity: the complement of 4-connected clusters is 8-connected, and back.
+fn dual(connectivity: Connectivity) -> Connectivity {
+    match connectivity {
+        Connectivity::Four => Connectivity::Eight,
+        Connectivity::Eight => Connectivity::Four,
     }
 }
 

@@ -108,6 +108,7 @@ impl Joined {
 
     /// As [`Joined::join`], for occupancy lattices whose pieces are known only at the edge
     /// sites: `piece_at(site)` is called for sites on the wrapped edges only (0 = empty).
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // only the GPU analysis joins edges alone
     pub(crate) fn join_edges(
         &mut self,
         (h, w): (usize, usize),

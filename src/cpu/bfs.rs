@@ -5,8 +5,8 @@
 //! scipy's order by construction. The tests use it as the oracle for every other algorithm.
 
 use super::neighbours;
-use crate::lattice::{Boundary, Connectivity};
-use crate::rule::JoinRule;
+use crate::core::lattice::{Boundary, Connectivity};
+use crate::core::rule::JoinRule;
 use ndarray::ArrayViewMut2;
 use std::collections::VecDeque;
 

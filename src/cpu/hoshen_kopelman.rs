@@ -9,8 +9,8 @@
 //! increasing order, which is raster order of each cluster's first site.
 
 use super::neighbours;
-use crate::lattice::{Boundary, Connectivity};
-use crate::rule::JoinRule;
+use crate::core::lattice::{Boundary, Connectivity};
+use crate::core::rule::JoinRule;
 use ndarray::ArrayViewMut2;
 
 /// The proper label of `k`, pointing the alias chain straight at it on the way back.

@@ -1,4 +1,4 @@
-//! The CPU backend: one file per algorithm, all generic over [`JoinRule`](crate::rule::JoinRule).
+//! The CPU backend: one file per algorithm, all generic over [`JoinRule`](crate::core::rule::JoinRule).
 //!
 //! - [`bfs`]: breadth-first flood fill, the test oracle.
 //! - [`hoshen_kopelman`]: the classic raster scan with a label-of-labels array.
@@ -6,15 +6,17 @@
 
 pub(crate) mod bfs;
 pub(crate) mod hoshen_kopelman;
+pub(crate) mod pool;
 pub(crate) mod strips;
 pub(crate) mod union_find;
 
-use crate::backend::{Input, LabelBackend, Spec};
-use crate::labeler::{Algorithm, Parallelism};
-use crate::lattice::{Boundary, Connectivity, SiteValue};
-use crate::rule::{JoinRule, Occupancy, Segments};
-use crate::{Error, Result};
+use crate::core::backend::LabelBackend;
+use crate::core::lattice::{Boundary, Connectivity, Input, SiteValue};
+use crate::core::options::Spec;
+use crate::core::rule::{JoinRule, Occupancy, Segments};
+use crate::{Algorithm, Error, Result};
 use ndarray::{ArrayView2, ArrayViewMut2};
+use pool::CpuPool;
 use std::collections::VecDeque;
 
 /// The neighbours of `(y, x)` as `(y, x, reached_across_a_wrapping_edge)`, literally: on a torus
@@ -44,20 +46,18 @@ pub(crate) fn neighbours(
     })
 }
 
-/// CPU labeling state: each algorithm's scratch and the thread pool, reused across calls.
+/// CPU labeling state: each algorithm's scratch and the threads, reused across calls.
 pub(crate) struct CpuBackend {
-    parallelism: Parallelism,
-    pool: Option<rayon::ThreadPool>,
+    pool: CpuPool,
     queue: VecDeque<(usize, usize)>,
     hk: hoshen_kopelman::Scratch,
     strips: strips::Scratch,
 }
 
 impl CpuBackend {
-    pub(crate) fn new(parallelism: Parallelism) -> Self {
+    pub(crate) fn new(pool: CpuPool) -> Self {
         CpuBackend {
-            parallelism,
-            pool: None,
+            pool,
             queue: VecDeque::new(),
             hk: Default::default(),
             strips: Default::default(),
@@ -71,29 +71,18 @@ impl CpuBackend {
         out: ArrayViewMut2<'_, u32>,
     ) -> Result<usize> {
         let (c, b) = (spec.connectivity, spec.boundary);
-        Ok(match spec.algorithm {
-            Algorithm::Bfs => bfs::label(rule, c, b, &mut self.queue, out),
-            Algorithm::HoshenKopelman => hoshen_kopelman::label(rule, c, b, &mut self.hk, out),
+        match spec.algorithm {
+            Algorithm::Bfs => Ok(bfs::label(rule, c, b, &mut self.queue, out)),
+            Algorithm::HoshenKopelman => Ok(hoshen_kopelman::label(rule, c, b, &mut self.hk, out)),
             Algorithm::Auto | Algorithm::Strips => {
                 let scratch = &mut self.strips;
-                match (&self.parallelism, &self.pool) {
-                    (Parallelism::Sequential, _) => strips::label(rule, c, b, 1, scratch, out),
-                    (Parallelism::Threads(n), Some(pool)) => {
-                        let n = *n;
-                        pool.install(|| strips::label(rule, c, b, n, scratch, out))
-                    }
-                    _ => {
-                        let n = rayon::current_num_threads();
-                        strips::label(rule, c, b, n, scratch, out)
-                    }
-                }
+                self.pool
+                    .install(|threads| strips::label(rule, c, b, threads, scratch, out))
             }
-            other => {
-                return Err(Error::InvalidArgument(format!(
-                    "algorithm {other:?} is not available on the CPU backend"
-                )))
-            }
-        })
+            other => Err(Error::InvalidArgument(format!(
+                "algorithm {other:?} is not available on the CPU backend"
+            ))),
+        }
     }
 
     fn dispatch<T: SiteValue>(
@@ -121,18 +110,7 @@ impl LabelBackend for CpuBackend {
         spec: &Spec,
         out: ArrayViewMut2<'_, u32>,
     ) -> Result<usize> {
-        if let Parallelism::Threads(0) = self.parallelism {
-            return Err(Error::InvalidArgument(
-                "thread count must be at least 1".into(),
-            ));
-        }
-        if let (Parallelism::Threads(n), None) = (&self.parallelism, &self.pool) {
-            let pool = rayon::ThreadPoolBuilder::new()
-                .num_threads(*n)
-                .build()
-                .map_err(|e| Error::InvalidArgument(format!("cannot start {n} threads: {e}")))?;
-            self.pool = Some(pool);
-        }
+        self.pool.parallelism().check()?;
         match input {
             Input::U8(a) => self.dispatch(a, spec, out),
             Input::U16(a) => self.dispatch(a, spec, out),

@@ -11,8 +11,8 @@ use super::canonical::Geo;
 use super::context::{cuda_err, kernel_args, DevBuf, Family, Gpu, SiteType};
 use super::engine::{family_of, Engine, Job};
 use super::Numbering;
-use crate::labeler::Algorithm;
 use crate::lattice::{Boundary, Connectivity};
+use crate::Algorithm;
 use crate::{Error, Result};
 use cudarc::driver::{result as dres, sys};
 

@@ -4,8 +4,8 @@
 
 use super::context::{cuda_err, DevBuf, Family, Gpu, ModuleKey, PinnedBuf, SiteType};
 use super::{bit_runs, block_union_find, canonical, ha4, label_equivalence, tile_merge, Numbering};
-use crate::labeler::Algorithm;
 use crate::lattice::{Boundary, Connectivity};
+use crate::Algorithm;
 use crate::{Error, Result};
 use cudarc::driver::{result as dres, sys};
 

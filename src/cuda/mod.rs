@@ -56,9 +56,11 @@ pub use crate::analysis::{CudaAnalyzer, PercolatingCluster, SizeCounts};
 pub use cudarc;
 pub use regions::CudaRegionGrower;
 
-use crate::backend::{Input, LabelBackend, Spec};
-use crate::labeler::Algorithm;
+use crate::core::backend::LabelBackend;
+use crate::core::lattice::Input;
+use crate::core::options::Spec;
 use crate::lattice::{Boundary, Connectivity, SiteValue};
+use crate::Algorithm;
 use crate::{Error, Labels, Result};
 use context::{cuda_err, DevBuf, Gpu, PinnedBuf, SiteType};
 use cudarc::driver::{result as dres, CudaContext, CudaStream, DevicePtr, DevicePtrMut};
@@ -115,6 +117,42 @@ pub fn device_info(ordinal: usize) -> Result<DeviceInfo> {
         total_memory,
         free_memory,
     })
+}
+
+/// A GPU that opened, as [`Device`](crate::device::Device) resolves it once for the front ends,
+/// which build their CUDA backends on it.
+#[derive(Clone)]
+pub(crate) struct CudaDevice {
+    ordinal: usize,
+}
+
+impl CudaDevice {
+    /// Opens GPU `ordinal`: the driver and NVRTC load and the device opens.
+    ///
+    /// # Errors
+    /// As [`device_info`].
+    pub(crate) fn open(ordinal: usize) -> Result<CudaDevice> {
+        Gpu::new(ordinal)?;
+        Ok(CudaDevice { ordinal })
+    }
+
+    /// `"cuda:N"`.
+    pub(crate) fn name(&self) -> String {
+        format!("cuda:{}", self.ordinal)
+    }
+
+    /// The device ordinal.
+    pub(crate) fn ordinal(&self) -> usize {
+        self.ordinal
+    }
+
+    /// A labeling backend with a stream of its own on this GPU.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] when the stream cannot be made.
+    pub(crate) fn label_backend(&self) -> Result<Box<dyn LabelBackend + Send>> {
+        Ok(Box::new(CudaBackend::new(self.ordinal)?))
+    }
 }
 
 /// How clusters are numbered on the GPU.
@@ -176,10 +214,11 @@ impl CudaBackend {
         numbering: Numbering,
         mut out: ArrayViewMut2<'_, u32>,
     ) -> Result<usize> {
-        let (dim, site) = match input {
-            Input::U8(a) => (a.dim(), SiteType::U8),
-            Input::U16(a) => (a.dim(), SiteType::U16),
-            Input::U32(a) => (a.dim(), SiteType::U32),
+        let dim = input.dim();
+        let site = match input {
+            Input::U8(_) => SiteType::U8,
+            Input::U16(_) => SiteType::U16,
+            Input::U32(_) => SiteType::U32,
         };
         let (h, w) = dim;
         if out.dim() != dim {

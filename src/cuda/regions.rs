@@ -70,6 +70,11 @@ impl CudaRegionGrower {
         Self::from_labeler(labeler, device, criterion)
     }
 
+    /// A grower on a device the front end resolved.
+    pub(crate) fn on(device: &super::CudaDevice, criterion: Criterion) -> Result<Self> {
+        Self::new(device.ordinal(), criterion)
+    }
+
     /// A grower that queues its work on `stream`.
     ///
     /// # Errors

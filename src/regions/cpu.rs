@@ -3,9 +3,9 @@
 //! connectivity and keeping what touches no open edge.
 
 use super::{meets, Criterion, Method, Plan, Sample};
-use crate::labeler::{Labeler, Parallelism};
-use crate::lattice::{Boundary, Connectivity};
 use crate::Result;
+use crate::{Boundary, Connectivity};
+use crate::{Labeler, Parallelism};
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 

@@ -60,8 +60,10 @@
 
 mod cpu;
 
-use crate::labeler::{Backend, Parallelism};
-use crate::lattice::{check_size, Boundary, Connectivity};
+use crate::core::lattice::check_size;
+use crate::cuda::CudaRegionGrower;
+use crate::device::Device;
+use crate::{Backend, Boundary, Connectivity, Options, Parallelism};
 use crate::{Error, Result};
 use ndarray::{Array2, ArrayView2, ArrayView3, ArrayViewMut2, Axis};
 
@@ -407,8 +409,7 @@ pub fn region_from_seeds<'a, F: Field<'a>>(
 #[allow(clippy::large_enum_variant)] // one per grower: boxing the CPU state buys nothing
 enum Engine {
     Cpu(cpu::CpuRegions),
-    #[cfg(feature = "cuda")]
-    Cuda(Box<crate::cuda::CudaRegionGrower>),
+    Cuda(Box<CudaRegionGrower>),
 }
 
 /// A reusable region grower: a criterion, a backend, and the buffers kept between calls.
@@ -467,34 +468,28 @@ impl RegionGrower {
     /// [`Error::CudaUnavailable`] for [`Backend::Cuda`] without a usable driver, NVRTC or
     /// device (or without the `cuda` feature); [`Backend::Auto`] falls back to the CPU.
     pub fn backend(mut self, backend: Backend) -> Result<Self> {
-        self.engine = match backend {
-            Backend::Cpu => Engine::Cpu(cpu::CpuRegions::new(&self.criterion, self.parallelism)),
-            Backend::Cuda { device } => self.gpu(device)?,
-            Backend::Auto => self.gpu(0).unwrap_or_else(|_| {
-                Engine::Cpu(cpu::CpuRegions::new(&self.criterion, self.parallelism))
-            }),
+        let options = Options::new(self.criterion.connectivity, self.criterion.boundary)
+            .parallelism(self.parallelism)
+            .backend(backend);
+        let gpu = match Device::resolve(&options)? {
+            Device::Cuda(d) => match CudaRegionGrower::on(&d, self.criterion.clone()) {
+                Ok(g) => Some(g),
+                Err(e) if backend != Backend::Auto => return Err(e),
+                Err(_) => None,
+            },
+            Device::Cpu(_) => None,
+        };
+        self.engine = match gpu {
+            Some(g) => Engine::Cuda(Box::new(g)),
+            None => Engine::Cpu(cpu::CpuRegions::new(&self.criterion, self.parallelism)),
         };
         Ok(self)
-    }
-
-    #[cfg(feature = "cuda")]
-    fn gpu(&self, device: usize) -> Result<Engine> {
-        let g = crate::cuda::CudaRegionGrower::new(device, self.criterion.clone())?;
-        Ok(Engine::Cuda(Box::new(g)))
-    }
-
-    #[cfg(not(feature = "cuda"))]
-    fn gpu(&self, _device: usize) -> Result<Engine> {
-        Err(Error::CudaUnavailable(
-            "clusterlab was built without the `cuda` feature".into(),
-        ))
     }
 
     /// The backend that grows regions: `"cpu"` or `"cuda:N"`.
     pub fn backend_name(&self) -> String {
         match &self.engine {
             Engine::Cpu(_) => "cpu".into(),
-            #[cfg(feature = "cuda")]
             Engine::Cuda(g) => g.name(),
         }
     }
@@ -556,7 +551,6 @@ impl RegionGrower {
         };
         match &mut self.engine {
             Engine::Cpu(c) => c.grow(values, &plan, self.method, dst)?,
-            #[cfg(feature = "cuda")]
             Engine::Cuda(g) => g.grow_host(values, &plan, dst)?,
         }
         if !direct {

@@ -1,7 +1,28 @@
 //! What a lattice is: neighbourhoods, boundaries and the site types that can be labeled.
 
+use ndarray::ArrayView2;
 use std::fmt;
 use std::str::FromStr;
+
+/// A lattice of any supported site type, borrowed: what front ends hand to backends.
+#[derive(Clone, Copy)]
+pub(crate) enum Input<'a> {
+    U8(ArrayView2<'a, u8>),
+    U16(ArrayView2<'a, u16>),
+    U32(ArrayView2<'a, u32>),
+}
+
+impl Input<'_> {
+    /// `(height, width)`.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // only the GPU backend asks
+    pub(crate) fn dim(&self) -> (usize, usize) {
+        match self {
+            Input::U8(a) => a.dim(),
+            Input::U16(a) => a.dim(),
+            Input::U32(a) => a.dim(),
+        }
+    }
+}
 
 /// Which neighbours of a site can join its cluster.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -118,7 +139,7 @@ impl FromStr for Boundary {
 }
 
 pub(crate) mod sealed {
-    use crate::backend::Input;
+    use super::Input;
     use ndarray::ArrayView2;
 
     /// Seals [`SiteValue`](super::SiteValue) and converts a typed view to the backends' input.

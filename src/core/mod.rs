@@ -1,0 +1,12 @@
+//! The bottom layer, which imports nothing else of the crate: what a lattice is
+//! ([`lattice`]), what to compute and where ([`options`]), labels, the error type, the join rule
+//! every labeling algorithm asks, and the internal backend interface. Backends (`cpu`, `cuda`)
+//! build on it, front ends (`Labeler`, `analysis`, `regions`) on the backends, and I/O, plots and
+//! the command line on the front ends.
+
+pub(crate) mod backend;
+pub(crate) mod error;
+pub(crate) mod labels;
+pub(crate) mod lattice;
+pub(crate) mod options;
+pub(crate) mod rule;

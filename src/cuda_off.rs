@@ -1,0 +1,72 @@
+//! Stands in for the `cuda` module when the crate is built without the `cuda` feature (as
+//! candle's dummy backend does): the same crate-internal names, whose only constructor,
+//! [`CudaDevice::open`], says why there is no GPU. Nothing else can be built, so every other
+//! method is unreachable and front ends need no `cfg` of their own.
+
+use crate::core::backend::LabelBackend;
+use crate::regions::{Criterion, Plan, Sample};
+use crate::{Boundary, ClusterTable, Connectivity, Error, Labels, Result, SiteValue};
+use ndarray::ArrayView2;
+
+/// The one message for a GPU asked of a build without one.
+const NO_CUDA: &str = "clusterlab was built without the `cuda` feature";
+
+/// No value of this type exists.
+#[derive(Clone, Copy)]
+enum Never {}
+
+/// A GPU that opened: never, in this build.
+#[derive(Clone)]
+pub(crate) struct CudaDevice(Never);
+
+impl CudaDevice {
+    pub(crate) fn open(_ordinal: usize) -> Result<CudaDevice> {
+        Err(Error::CudaUnavailable(NO_CUDA.into()))
+    }
+    pub(crate) fn name(&self) -> String {
+        match self.0 {}
+    }
+    pub(crate) fn ordinal(&self) -> usize {
+        match self.0 {}
+    }
+    pub(crate) fn label_backend(&self) -> Result<Box<dyn LabelBackend + Send>> {
+        match self.0 {}
+    }
+}
+
+/// The GPU cluster analyzer: never, in this build.
+pub(crate) struct CudaAnalyzer(Never);
+
+impl CudaAnalyzer {
+    pub(crate) fn on(
+        device: &CudaDevice,
+        _connectivity: Connectivity,
+        _boundary: Boundary,
+    ) -> Result<Self> {
+        match device.0 {}
+    }
+    pub(crate) fn analyze<T: SiteValue>(&mut self, _: ArrayView2<'_, T>) -> Result<ClusterTable> {
+        match self.0 {}
+    }
+    pub(crate) fn analyze_labeled<T: SiteValue>(
+        &mut self,
+        _: ArrayView2<'_, T>,
+    ) -> Result<(ClusterTable, Labels)> {
+        match self.0 {}
+    }
+}
+
+/// The GPU region grower: never, in this build.
+pub(crate) struct CudaRegionGrower(Never);
+
+impl CudaRegionGrower {
+    pub(crate) fn on(device: &CudaDevice, _criterion: Criterion) -> Result<Self> {
+        match device.0 {}
+    }
+    pub(crate) fn name(&self) -> String {
+        match self.0 {}
+    }
+    pub(crate) fn grow_host<T: Sample>(&mut self, _: &[T], _: &Plan, _: &mut [u8]) -> Result<()> {
+        match self.0 {}
+    }
+}
