@@ -8,6 +8,8 @@
 // Each test binary uses a different subset of these helpers.
 #![allow(dead_code)]
 
+pub mod battery;
+
 use clusterlab::{Boundary, Connectivity};
 use ndarray::{Array2, ArrayView2};
 use rand::rngs::StdRng;
