@@ -172,7 +172,7 @@ pub enum Measures {
 /// ```
 ///
 /// # Errors
-/// [`Error::TooManySites`] beyond [`MAX_SITES`](crate::MAX_SITES) sites.
+/// [`Error::TooManySites`](crate::Error::TooManySites) beyond [`MAX_SITES`](crate::MAX_SITES) sites.
 pub fn analyze(
     lattice: ArrayView2<'_, u8>,
     connectivity: Connectivity,
@@ -381,8 +381,8 @@ impl Analyzer {
     /// The cluster table of `lattice` (nonzero = occupied, or segment values).
     ///
     /// # Errors
-    /// [`Error::TooManySites`] beyond [`MAX_SITES`](crate::MAX_SITES) sites,
-    /// [`Error::InvalidArgument`] for a thread count of 0 or threads that cannot be started.
+    /// [`Error::TooManySites`](crate::Error::TooManySites) beyond [`MAX_SITES`](crate::MAX_SITES) sites,
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a thread count of 0 or threads that cannot be started.
     pub fn analyze<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<ClusterTable> {
         if let Some(g) = self.gpu_shape() {
             let table = g.analyze(lattice)?;

@@ -9,4 +9,5 @@ pub(crate) mod error;
 pub(crate) mod labels;
 pub(crate) mod lattice;
 pub(crate) mod options;
+pub(crate) mod region;
 pub(crate) mod rule;

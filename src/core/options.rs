@@ -49,7 +49,7 @@ pub enum Backend {
         device: usize,
     },
     /// The first GPU when a CUDA driver and device are usable and the algorithm runs there, the
-    /// CPU otherwise; [`Labeler::backend_name`] says which was chosen.
+    /// CPU otherwise; [`Labeler::backend_name`](crate::Labeler::backend_name) says which was chosen.
     Auto,
 }
 

@@ -7,6 +7,7 @@
 pub(crate) mod bfs;
 pub(crate) mod hoshen_kopelman;
 pub(crate) mod pool;
+pub(crate) mod regions;
 pub(crate) mod strips;
 pub(crate) mod union_find;
 

@@ -10,7 +10,7 @@
 
 use super::context::{cuda_err, kernel_args, DevBuf, Family, ModuleKey, PinnedBuf, SiteType};
 use super::{CudaLabeler, Numbering};
-use crate::regions::{check, group, Criterion, Plan, Sample};
+use crate::core::region::{check, group, Criterion, Plan, Sample};
 use crate::{Error, Result};
 use cudarc::driver::{result as dres, sys, CudaStream, DevicePtr, DevicePtrMut};
 use std::sync::Arc;
