@@ -40,6 +40,7 @@
 
 pub mod analysis;
 mod backend;
+pub(crate) mod bits;
 mod cpu;
 #[cfg(feature = "cuda")]
 pub mod cuda;
