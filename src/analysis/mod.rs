@@ -112,6 +112,7 @@
 //! centroid and the radius of gyration are computed from them in `f64` at the end.
 
 mod accum;
+mod columns;
 mod filled;
 #[cfg(feature = "cuda")]
 mod gpu;
@@ -121,9 +122,9 @@ mod stats;
 mod table;
 mod wrapping;
 
+pub use columns::{columns, Column, ColumnType, COLUMNS, CSV_HEADER, CSV_HEADER_SHAPE};
 #[cfg(feature = "cuda")]
 pub use gpu::{CudaAnalyzer, PercolatingCluster, SizeCounts};
-pub use output::{CSV_HEADER, CSV_HEADER_SHAPE};
 pub use stats::{LatticeStats, Percolating};
 pub use table::{ClusterRow, ClusterTable};
 
