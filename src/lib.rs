@@ -57,6 +57,7 @@ mod rule;
 
 pub use analysis::{
     analyze, Analyzer, ClusterRow, ClusterTable, LatticeStats, Measures, Percolating,
+    SizeDistribution,
 };
 pub use error::{Error, Result};
 pub use labeler::{Algorithm, Backend, Labeler, Parallelism};

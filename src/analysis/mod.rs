@@ -118,6 +118,7 @@ mod filled;
 mod gpu;
 mod output;
 mod scan;
+mod size_distribution;
 mod stats;
 mod table;
 mod wrapping;
@@ -125,6 +126,7 @@ mod wrapping;
 pub use columns::{columns, Column, ColumnType, COLUMNS, CSV_HEADER, CSV_HEADER_SHAPE};
 #[cfg(feature = "cuda")]
 pub use gpu::{CudaAnalyzer, PercolatingCluster, SizeCounts};
+pub use size_distribution::{SizeBin, SizeDistribution};
 pub use stats::{LatticeStats, Percolating};
 pub use table::{ClusterRow, ClusterTable};
 
