@@ -95,8 +95,9 @@ fn block_label(values: &mut Vec<u32>) -> u32 {
 /// `path`, atomically. Row `y` of `labels` is pixel row `y` (top to bottom), column `x` pixel
 /// column `x`.
 ///
-/// Each cluster gets [`label_colour`](super::label_colour), empty sites `options.background`. The PNG is indexed
-/// (palette entry 0 the background, entries 1–255 the cluster colours), 8 bits per pixel.
+/// Each cluster gets [`label_colour`](super::label_colour), empty sites `options.background`.
+/// The PNG is indexed (palette entry 0 the background, entries 1–255 the cluster colours), 8 bits
+/// per pixel.
 ///
 /// A lattice with a side above `options.max_side` is downscaled: sites are grouped in `f × f`
 /// blocks (`f` the smallest factor that brings both sides within `max_side`; the last row and

@@ -1,8 +1,9 @@
 //! PNG figures (feature `plot`, on by default): the cluster-size distribution `n_s` on log–log
 //! axes, and label images with one colour per cluster.
 //!
-//! - [`SizeDistribution`] accumulates cluster sizes over one or many lattices (optionally leaving
-//!   out the clusters that wrap or span) and gives `n_s`, raw or [log-binned](SizeDistribution::log_binned).
+//! - [`SizeDistribution`] (from [`crate::analysis`], re-exported here) accumulates cluster sizes
+//!   over one or many lattices (optionally leaving out the clusters that wrap or span) and gives
+//!   `n_s`, raw or [log-binned](SizeDistribution::log_binned).
 //! - [`plot_size_distribution`] draws it on log–log axes with [plotters](https://docs.rs/plotters),
 //!   with an optional guide line `n_s ∝ s^−τ` (by default τ = 187/91, [`TAU_2D`], the exponent of
 //!   2-D percolation).
@@ -10,9 +11,9 @@
 //!   a hash of the label ([`label_colour`]), empty sites black or white, big lattices downscaled.
 //!
 //! Both write the PNG atomically (a temporary file in the same folder, renamed into place; see
-//! [`write_atomically`]): a failure leaves nothing behind and never a half-written file. The text
-//! of the charts uses a subset of DejaVu Sans compiled into the crate (`assets/fonts/`), so
-//! nothing is needed from the system: no fonts, no fontconfig.
+//! [`write_atomically`](crate::io::write_atomically)): a failure leaves nothing behind and never a
+//! half-written file. The text of the charts uses a subset of DejaVu Sans compiled into the crate
+//! (`assets/fonts/`), so nothing is needed from the system: no fonts, no fontconfig.
 //!
 //! ```
 //! use clusterlab::plot::{plot_labels, plot_size_distribution, LabelImageOptions, SizeDistribution,

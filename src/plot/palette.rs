@@ -45,11 +45,11 @@ pub(super) fn palette_index(label: u32) -> usize {
     (z % 255) as usize
 }
 
-/// The colour [`plot_labels`] gives cluster `label` (RGB); label 0, the empty sites, gets
-/// `background`'s colour. Cluster colours come from a fixed palette of 255 colours, none of
-/// them near black or white, chosen by a hash of the label: stable across images and platforms,
-/// unrelated for neighbouring labels. Two clusters can share a colour (1 chance in 255 for
-/// two given clusters).
+/// The colour [`plot_labels`](super::plot_labels) gives cluster `label` (RGB); label 0, the empty
+/// sites, gets `background`'s colour. Cluster colours come from a fixed palette of 255 colours,
+/// none of them near black or white, chosen by a hash of the label: stable across images and
+/// platforms, unrelated for neighbouring labels. Two clusters can share a colour (1 chance in 255
+/// for two given clusters).
 pub fn label_colour(label: u32, background: Background) -> [u8; 3] {
     if label == 0 {
         background.rgb()

@@ -73,10 +73,11 @@ fn guide_amplitude(bins: &[SizeBin], tau: f64, largest: u64) -> Option<f64> {
 /// (and at least one decade); a distribution without clusters gives empty axes with a note.
 ///
 /// # Errors
-/// [`Error::InvalidArgument`] when the width or height is 0 or above [`MAX_IMAGE_SIDE`](super::MAX_IMAGE_SIDE), or τ is
-/// not a positive finite number; [`Error::Plot`] if plotters fails to draw or the PNG encoder
-/// fails; [`Error::Io`] when the file cannot be written (e.g. the folder does not exist). Nothing
-/// is left at `path` (or in its folder) on error; a file already there is kept.
+/// [`Error::InvalidArgument`] when the width or height is 0 or above
+/// [`MAX_IMAGE_SIDE`](super::MAX_IMAGE_SIDE), or τ is not a positive finite number; [`Error::Plot`]
+/// if plotters fails to draw or the PNG encoder fails; [`Error::Io`] when the file cannot be
+/// written (e.g. the folder does not exist). Nothing is left at `path` (or in its folder) on error;
+/// a file already there is kept.
 pub fn plot_size_distribution(
     path: &Path,
     distribution: &SizeDistribution,
