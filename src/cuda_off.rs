@@ -4,7 +4,7 @@
 //! method is unreachable and front ends need no `cfg` of their own.
 
 use crate::core::backend::LabelBackend;
-use crate::regions::{Criterion, Plan, Sample};
+use crate::core::region::{Criterion, Plan, Sample};
 use crate::{Boundary, ClusterTable, Connectivity, Error, Labels, Result, SiteValue};
 use ndarray::ArrayView2;
 

@@ -70,6 +70,7 @@ pub use crate::core::lattice::{Boundary, Connectivity, SiteValue, MAX_SITES};
 pub use crate::core::options::{Algorithm, Backend, Options, Parallelism, MAX_THREADS};
 pub use analysis::{
     analyze, Analyzer, ClusterRow, ClusterTable, LatticeStats, Measures, Percolating,
+    SizeDistribution,
 };
 pub use labeler::Labeler;
 pub use regions::{region_from_seeds, Criterion, Reference, RegionGrower};

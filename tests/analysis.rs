@@ -4,7 +4,7 @@
 mod analysis_common;
 
 use analysis_common::{Oracle, Row};
-use clusterlab::analysis::{CSV_HEADER, CSV_HEADER_SHAPE};
+use clusterlab::analysis::{columns, ColumnType, COLUMNS, CSV_HEADER, CSV_HEADER_SHAPE};
 use clusterlab::generate::percolation;
 use clusterlab::{
     analyze, label, Analyzer, Boundary, ClusterTable, Connectivity, Measures, Parallelism,
@@ -451,6 +451,57 @@ fn csv_and_hdf5_outputs() {
     assert!(t.write_csv(&missing).is_err());
     let entries: Vec<_> = std::fs::read_dir(dir.path()).unwrap().collect();
     assert_eq!(entries.len(), 2);
+}
+
+/// Every output column, found by its registry name, against the oracle: the CSV cells of every
+/// row and the HDF5 datasets (their presence, type and length), for both kinds of table.
+#[test]
+fn outputs_follow_the_column_registry() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(17);
+    let values = random(9, 11, 0.55, 1, &mut rng);
+    let occ = values.mapv(|v| u8::from(v != 0));
+    for b in BOUNDARIES {
+        let want = Oracle::new(values.view(), Connectivity::Four, b, false).table();
+        for m in [Measures::All, Measures::Shape] {
+            let t = Analyzer::new(Connectivity::Four, b)
+                .measures(m)
+                .analyze(occ.view())
+                .unwrap();
+            let csv = t.to_csv();
+            let mut lines = csv.lines();
+            let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+            let names: Vec<&str> = columns(m).map(|c| c.name).collect();
+            assert_eq!(header, names, "{b:?} {m:?}");
+            for (i, line) in lines.enumerate() {
+                let cells: Vec<&str> = line.split(',').collect();
+                assert_eq!(cells.len(), names.len());
+                for (name, cell) in names.iter().zip(cells) {
+                    let got: f64 = cell.parse().unwrap();
+                    let w = want[i].column(name, i as u32 + 1).unwrap();
+                    assert!(close(got, w), "{b:?} {m:?} row {i} {name}: {got} vs {w}");
+                }
+            }
+            let h5 = dir.path().join("t.h5");
+            t.write_hdf5(&h5).unwrap();
+            let f = hdf5::File::open(&h5).unwrap();
+            let g = f.group("clusters").unwrap();
+            assert_eq!(g.member_names().unwrap().len(), names.len());
+            for c in COLUMNS {
+                let ds = g.dataset(c.name);
+                assert_eq!(ds.is_ok(), c.in_table(m), "{} in a {m:?} table", c.name);
+                let Ok(ds) = ds else { continue };
+                assert_eq!(ds.size(), t.count(), "{}", c.name);
+                let size = ds.dtype().unwrap().size();
+                let want_size = match c.dtype {
+                    ColumnType::U32 => 4,
+                    ColumnType::Flag => 1,
+                    _ => 8,
+                };
+                assert_eq!(size, want_size, "{}", c.name);
+            }
+        }
+    }
 }
 
 #[test]

@@ -112,20 +112,23 @@
 //! centroid and the radius of gyration are computed from them in `f64` at the end.
 
 mod accum;
+mod columns;
 mod filled;
 #[cfg(feature = "cuda")]
 pub(crate) mod gpu;
 mod output;
 mod scan;
+mod size_distribution;
 mod stats;
 mod table;
 mod wrapping;
 
 #[cfg(not(feature = "cuda"))]
 use crate::cuda::CudaAnalyzer;
+pub use columns::{columns, Column, ColumnType, COLUMNS, CSV_HEADER, CSV_HEADER_SHAPE};
 #[cfg(feature = "cuda")]
 pub use gpu::{CudaAnalyzer, PercolatingCluster, SizeCounts};
-pub use output::{CSV_HEADER, CSV_HEADER_SHAPE};
+pub use size_distribution::{SizeBin, SizeDistribution};
 pub use stats::{LatticeStats, Percolating};
 pub use table::{ClusterRow, ClusterTable};
 

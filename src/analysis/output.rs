@@ -1,20 +1,11 @@
 //! Writing a [`ClusterTable`]: CSV and HDF5, both atomically.
 
+use super::columns::{columns, ColumnData, CSV_HEADER, CSV_HEADER_SHAPE};
 use super::{ClusterTable, Measures};
 use crate::io::{write_atomically, Lattice};
 use crate::{Error, Labels, Result};
-use std::fmt::Write as _;
 use std::io::Write as _;
 use std::path::Path;
-
-/// The CSV header of a [`Measures::All`] table.
-pub const CSV_HEADER: &str = "label,size,x_min,x_max,y_min,y_max,centroid_x,centroid_y,\
-gyration_radius,site_perimeter,bond_perimeter,hull_perimeter,filled_area,wraps_x,wraps_y,\
-spans_x,spans_y";
-
-/// The CSV header of a [`Measures::Shape`] table (the perimeter and filled-area columns left out).
-pub const CSV_HEADER_SHAPE: &str = "label,size,x_min,x_max,y_min,y_max,centroid_x,centroid_y,\
-gyration_radius,wraps_x,wraps_y,spans_x,spans_y";
 
 fn io_err(path: &Path, source: std::io::Error) -> Error {
     Error::Io {
@@ -43,39 +34,15 @@ impl ClusterTable {
         let mut s = String::with_capacity(64 * (self.count() + 1));
         s.push_str(if full { CSV_HEADER } else { CSV_HEADER_SHAPE });
         s.push('\n');
-        let b = |v: bool| u8::from(v);
+        let cols: Vec<_> = columns(self.measures).collect();
         for r in self.rows() {
-            let _ = write!(
-                s,
-                "{},{},{},{},{},{},{},{},{}",
-                r.label,
-                r.size,
-                r.x_min,
-                r.x_max,
-                r.y_min,
-                r.y_max,
-                r.centroid_x,
-                r.centroid_y,
-                r.gyration_radius
-            );
-            if full {
-                let _ = write!(
-                    s,
-                    ",{},{},{},{}",
-                    r.site_perimeter.unwrap_or(0),
-                    r.bond_perimeter.unwrap_or(0),
-                    r.hull_perimeter.unwrap_or(0),
-                    r.filled_area.unwrap_or(0)
-                );
+            for (k, c) in cols.iter().enumerate() {
+                if k > 0 {
+                    s.push(',');
+                }
+                c.value(&r).write_csv(&mut s);
             }
-            let _ = writeln!(
-                s,
-                ",{},{},{},{}",
-                b(r.wraps_x),
-                b(r.wraps_y),
-                b(r.spans_x),
-                b(r.spans_y)
-            );
+            s.push('\n');
         }
         s
     }
@@ -180,51 +147,17 @@ impl ClusterTable {
             let shape = [self.shape.0 as u64, self.shape.1 as u64];
             g.new_attr_builder().with_data(&shape[..]).create("shape")?;
             attrs(&g)?;
-            let put = |name: &str, data: ndarray::ArrayView1<'_, _>| -> hdf5::Result<()> {
-                g.new_dataset_builder().with_data(data).create(name)?;
-                Ok(())
-            };
-            let flags = |a: &ndarray::Array1<bool>| a.mapv(u8::from);
-            g.new_dataset_builder()
-                .with_data(self.label().view())
-                .create("label")?;
-            g.new_dataset_builder()
-                .with_data(self.size.view())
-                .create("size")?;
-            for (name, col) in [
-                ("x_min", &self.x_min),
-                ("x_max", &self.x_max),
-                ("y_min", &self.y_min),
-                ("y_max", &self.y_max),
-            ] {
-                g.new_dataset_builder().with_data(col.view()).create(name)?;
-            }
-            for (name, col) in [
-                ("centroid_x", &self.centroid_x),
-                ("centroid_y", &self.centroid_y),
-                ("gyration_radius", &self.gyration_radius),
-            ] {
-                g.new_dataset_builder().with_data(col.view()).create(name)?;
-            }
-            for (name, col) in [
-                ("site_perimeter", &self.site_perimeter),
-                ("bond_perimeter", &self.bond_perimeter),
-                ("hull_perimeter", &self.hull_perimeter),
-                ("filled_area", &self.filled_area),
-            ] {
-                if let Some(col) = col {
-                    put(name, col.view())?;
-                }
-            }
-            for (name, col) in [
-                ("wraps_x", &self.wraps_x),
-                ("wraps_y", &self.wraps_y),
-                ("spans_x", &self.spans_x),
-                ("spans_y", &self.spans_y),
-            ] {
-                g.new_dataset_builder()
-                    .with_data(flags(col).view())
-                    .create(name)?;
+            // One dataset per column of the registry, in its order.
+            for c in columns(self.measures) {
+                let Some(data) = c.data(self) else { continue };
+                let ds = g.new_dataset_builder();
+                match data {
+                    ColumnData::U32(a) => ds.with_data(a.view()).create(c.name),
+                    ColumnData::U64(a) => ds.with_data(a).create(c.name),
+                    ColumnData::I64(a) => ds.with_data(a).create(c.name),
+                    ColumnData::F64(a) => ds.with_data(a).create(c.name),
+                    ColumnData::Flag(a) => ds.with_data(a.mapv(u8::from).view()).create(c.name),
+                }?;
             }
         }
         if let Some(labels) = labels {
