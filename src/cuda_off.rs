@@ -26,9 +26,6 @@ impl CudaDevice {
     pub(crate) fn name(&self) -> String {
         match self.0 {}
     }
-    pub(crate) fn ordinal(&self) -> usize {
-        match self.0 {}
-    }
     pub(crate) fn label_backend(&self) -> Result<Box<dyn LabelBackend + Send>> {
         match self.0 {}
     }

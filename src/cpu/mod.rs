@@ -4,6 +4,7 @@
 //! - [`hoshen_kopelman`]: the classic raster scan with a label-of-labels array.
 //! - [`strips`]: run-based union-find over parallel strips, the fast default.
 
+pub(crate) mod analysis;
 pub(crate) mod bfs;
 pub(crate) mod hoshen_kopelman;
 pub(crate) mod pool;

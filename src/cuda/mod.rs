@@ -42,6 +42,7 @@
 //! ```
 
 pub(crate) mod analysis;
+mod analyzer;
 mod bit_runs;
 mod block_union_find;
 mod canonical;
@@ -52,7 +53,7 @@ mod label_equivalence;
 mod regions;
 mod tile_merge;
 
-pub use crate::analysis::{CudaAnalyzer, PercolatingCluster, SizeCounts};
+pub use analyzer::{CudaAnalyzer, PercolatingCluster, SizeCounts};
 pub use cudarc;
 pub use regions::CudaRegionGrower;
 

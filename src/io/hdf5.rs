@@ -3,7 +3,8 @@
 use super::dtype::{bad_input, narrow, rank_error, standard, unsupported, Dtype};
 use super::{LabelMeta, LABELS_DATASET, LATTICE_DATASET};
 use crate::io::Lattice;
-use crate::{Error, Labels, Result};
+use crate::measure::columns::{columns, ColumnData};
+use crate::{ClusterTable, Error, Labels, Result};
 use ndarray::{Array2, ArrayView2};
 use std::path::Path;
 
@@ -177,4 +178,90 @@ pub(crate) fn write_lattice(path: &Path, lattice: &Lattice) -> Result<()> {
             file.close()
         })(),
     )
+}
+
+/// Writes a cluster table's file `path` (see
+/// [`ClusterTable::write_hdf5_with`](crate::ClusterTable::write_hdf5_with)).
+pub(crate) fn write_table(
+    path: &Path,
+    table: &ClusterTable,
+    labels: Option<&Labels>,
+    lattice: Option<&Lattice>,
+) -> Result<()> {
+    hdf5_result(path, table_file(table, path, labels, lattice))
+}
+
+fn table_file(
+    table: &ClusterTable,
+    path: &Path,
+    labels: Option<&Labels>,
+    lattice: Option<&Lattice>,
+) -> ::hdf5::Result<()> {
+    use ::hdf5::types::VarLenUnicode;
+    let file = ::hdf5::File::create(path)?;
+    let boundary: VarLenUnicode = table
+        .boundary
+        .name()
+        .parse()
+        .map_err(|e| ::hdf5::Error::from(format!("{e}")))?;
+    let connectivity = table.connectivity.neighbours() as u32;
+    let count = table.count() as u64;
+    let segments = u8::from(table.segments);
+    let attrs = |loc: &::hdf5::Location| -> ::hdf5::Result<()> {
+        loc.new_attr::<u32>()
+            .create("connectivity")?
+            .write_scalar(&connectivity)?;
+        loc.new_attr::<VarLenUnicode>()
+            .create("boundary")?
+            .write_scalar(&boundary)?;
+        loc.new_attr::<u64>()
+            .create("count")?
+            .write_scalar(&count)?;
+        loc.new_attr::<u8>()
+            .create("segments")?
+            .write_scalar(&segments)?;
+        Ok(())
+    };
+    {
+        let g = file.create_group("clusters")?;
+        let shape = [table.shape.0 as u64, table.shape.1 as u64];
+        g.new_attr_builder().with_data(&shape[..]).create("shape")?;
+        attrs(&g)?;
+        // One dataset per column of the registry, in its order.
+        for c in columns(table.measures) {
+            let Some(data) = c.data(table) else { continue };
+            let ds = g.new_dataset_builder();
+            match data {
+                ColumnData::U32(a) => ds.with_data(a.view()).create(c.name),
+                ColumnData::U64(a) => ds.with_data(a).create(c.name),
+                ColumnData::I64(a) => ds.with_data(a).create(c.name),
+                ColumnData::F64(a) => ds.with_data(a).create(c.name),
+                ColumnData::Flag(a) => ds.with_data(a.mapv(u8::from).view()).create(c.name),
+            }?;
+        }
+    }
+    if let Some(labels) = labels {
+        let ds = file
+            .new_dataset_builder()
+            .with_data(labels.array().view())
+            .create("labels")?;
+        attrs(&ds)?;
+    }
+    if let Some(lattice) = lattice {
+        match lattice {
+            Lattice::U8(a) => file
+                .new_dataset_builder()
+                .with_data(a.view())
+                .create("lattice"),
+            Lattice::U16(a) => file
+                .new_dataset_builder()
+                .with_data(a.view())
+                .create("lattice"),
+            Lattice::U32(a) => file
+                .new_dataset_builder()
+                .with_data(a.view())
+                .create("lattice"),
+        }?;
+    }
+    file.close()
 }

@@ -3,7 +3,7 @@
 
 use super::LabelMeta;
 use crate::io::Lattice;
-use crate::{Error, Labels, Result};
+use crate::{ClusterTable, Error, Labels, Result};
 use std::path::Path;
 
 fn off(path: &Path) -> Error {
@@ -27,5 +27,14 @@ pub(crate) fn write_labels(
 }
 
 pub(crate) fn write_lattice(path: &Path, _lattice: &Lattice) -> Result<()> {
+    Err(off(path))
+}
+
+pub(crate) fn write_table(
+    path: &Path,
+    _table: &ClusterTable,
+    _labels: Option<&Labels>,
+    _lattice: Option<&Lattice>,
+) -> Result<()> {
     Err(off(path))
 }

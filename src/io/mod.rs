@@ -23,6 +23,7 @@ mod hdf5;
 #[path = "hdf5_off.rs"]
 mod hdf5;
 mod npy;
+mod table;
 
 pub use crate::core::lattice::Lattice;
 pub use atomic::write_atomically;

@@ -2,7 +2,8 @@
 //! the CSV rows and the HDF5 datasets are all generated, so that a column is named, typed and
 //! ordered in one place (after scikit-image's `regionprops` property table).
 
-use super::{ClusterRow, ClusterTable, Measures};
+use super::table::{ClusterRow, ClusterTable};
+use super::Measures;
 use ndarray::{Array1, ArrayView1};
 
 /// How a column is stored: its type in HDF5 (and in [`ClusterTable`]).
@@ -37,6 +38,8 @@ pub struct Column {
     /// [`Measures::All`] (the perimeters and the filled area).
     pub measures: Measures,
     row: fn(&ClusterRow) -> Value,
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
+    // only the HDF5 writer reads whole columns
     table: fn(&ClusterTable) -> Option<ColumnData<'_>>,
 }
 
@@ -63,6 +66,7 @@ impl Column {
     }
 
     /// The column of `table`, or `None` when the table does not have it.
+    #[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
     pub(crate) fn data<'a>(&self, table: &'a ClusterTable) -> Option<ColumnData<'a>> {
         (self.table)(table)
     }
@@ -94,6 +98,7 @@ impl Value {
 }
 
 /// A whole column, as HDF5 writes it.
+#[cfg_attr(not(feature = "hdf5"), allow(dead_code))]
 pub(crate) enum ColumnData<'a> {
     U32(Array1<u32>),
     U64(ArrayView1<'a, u64>),

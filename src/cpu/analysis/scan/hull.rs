@@ -3,8 +3,8 @@
 use super::occupancy::{candidate_mask, setup_bits, window_bits};
 use super::window::{first_slots, incidences, neighbour_slots, repeats, Grid};
 use super::Work;
-use crate::analysis::accum::Sink;
 use crate::core::bits::Ones;
+use crate::cpu::analysis::accum::Sink;
 use std::ops::Range;
 
 /// The hull pass over one strip, for lattices whose region graph needed the general solver:

@@ -22,15 +22,17 @@
 //! Only [`Measures::Shape`] is computed on the GPU. [`crate::Analyzer`] with a CUDA backend and
 //! [`Measures::All`] labels on the GPU and measures the perimeters and filled areas on the CPU.
 
-use super::scan::Moments;
-use super::table::Builder;
-use super::wrapping::{Joined, WRAP_X, WRAP_Y};
-use super::{ClusterTable, Measures};
+use super::analysis::{DeviceAnalysis, BORDER_WORDS, HIST_CAP};
 use crate::core::lattice::check_size;
-use crate::cuda::analysis::{DeviceAnalysis, BORDER_WORDS, HIST_CAP};
-use crate::cuda::cudarc::driver::{result as dres, CudaStream, DevicePtr};
+use crate::measure::moments::Moments;
+use crate::measure::size_distribution::SizeDistribution;
+use crate::measure::table::{Builder, Sums};
+use crate::measure::wrapping::{Joined, WRAP_X, WRAP_Y};
+use crate::measure::Measures;
+use crate::ClusterTable;
 use crate::{Boundary, Connectivity, SiteValue};
 use crate::{Error, Labels, Result};
+use cudarc::driver::{result as dres, CudaStream, DevicePtr};
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
@@ -71,7 +73,7 @@ pub struct CudaAnalyzer {
     dev: DeviceAnalysis,
     pending: Option<Pending>,
     joined: Joined,
-    sums: Vec<super::table::Sums>,
+    sums: Vec<Sums>,
     staging: Vec<u8>,
 }
 
@@ -594,5 +596,48 @@ impl SizeCounts {
     pub fn p_infinity(&self) -> f64 {
         let sites = (self.shape.0 * self.shape.1).max(1) as f64;
         self.percolating.iter().map(|p| p.size as f64).sum::<f64>() / sites
+    }
+}
+
+impl SizeDistribution {
+    /// Adds one lattice's GPU size counts (feature `cuda`); with `exclude_percolating`, the
+    /// clusters that wrap or span are left out, as [`SizeDistribution::add_table`] leaves them.
+    pub fn add_size_counts(&mut self, counts: &SizeCounts, exclude_percolating: bool) {
+        let mut c: BTreeMap<u64, u64> = counts.counts.iter().copied().collect();
+        let mut excluded = 0;
+        if exclude_percolating {
+            for p in &counts.percolating {
+                if let Some(n) = c.get_mut(&p.size).filter(|n| **n > 0) {
+                    *n -= 1;
+                    excluded += 1;
+                }
+            }
+        }
+        let (h, w) = counts.shape;
+        self.add_counts(c, (h * w) as u64, excluded);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn gpu_size_counts_convert() {
+        let counts = SizeCounts {
+            shape: (4, 5),
+            counts: vec![(1, 3), (6, 1)],
+            percolating: vec![PercolatingCluster {
+                size: 6,
+                spans_x: true,
+                ..PercolatingCluster::default()
+            }],
+        };
+        for exclude in [false, true] {
+            let mut d = SizeDistribution::new();
+            d.add_size_counts(&counts, exclude);
+            assert_eq!(d.ns(), counts.size_distribution(exclude), "{exclude}");
+            assert_eq!(d.excluded(), u64::from(exclude));
+        }
     }
 }

@@ -4,7 +4,8 @@
 //! [`ClusterTable::size_distribution`] computes through it, the charts of [`crate::plot`] draw
 //! it, and the GPU's size counts convert into it.
 
-use crate::{ClusterTable, Labels};
+use super::table::ClusterTable;
+use crate::Labels;
 use std::collections::BTreeMap;
 
 /// Cluster sizes accumulated over one or more lattices: the data of an `n_s` plot.
@@ -145,24 +146,6 @@ impl SizeDistribution {
         self.sites += sites;
         self.samples += 1;
         self.excluded += excluded;
-    }
-
-    /// Adds one lattice's GPU size counts (feature `cuda`); with `exclude_percolating`, the
-    /// clusters that wrap or span are left out, as [`SizeDistribution::add_table`] leaves them.
-    #[cfg(feature = "cuda")]
-    pub fn add_size_counts(&mut self, counts: &super::SizeCounts, exclude_percolating: bool) {
-        let mut c: BTreeMap<u64, u64> = counts.counts.iter().copied().collect();
-        let mut excluded = 0;
-        if exclude_percolating {
-            for p in &counts.percolating {
-                if let Some(n) = c.get_mut(&p.size).filter(|n| **n > 0) {
-                    *n -= 1;
-                    excluded += 1;
-                }
-            }
-        }
-        let (h, w) = counts.shape;
-        self.add_counts(c, (h * w) as u64, excluded);
     }
 
     /// The number of lattices added.
@@ -328,26 +311,5 @@ mod tests {
         c.merge(&b);
         assert_eq!((c.samples(), c.sites(), c.clusters()), (2, 100, 10));
         assert_eq!(c.ns()[2], (3, 6.0 / 100.0));
-    }
-
-    #[cfg(feature = "cuda")]
-    #[test]
-    fn gpu_size_counts_convert() {
-        use crate::analysis::{PercolatingCluster, SizeCounts};
-        let counts = SizeCounts {
-            shape: (4, 5),
-            counts: vec![(1, 3), (6, 1)],
-            percolating: vec![PercolatingCluster {
-                size: 6,
-                spans_x: true,
-                ..PercolatingCluster::default()
-            }],
-        };
-        for exclude in [false, true] {
-            let mut d = SizeDistribution::new();
-            d.add_size_counts(&counts, exclude);
-            assert_eq!(d.ns(), counts.size_distribution(exclude), "{exclude}");
-            assert_eq!(d.excluded(), u64::from(exclude));
-        }
     }
 }

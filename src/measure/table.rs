@@ -1,9 +1,9 @@
 //! [`ClusterTable`]: one row per cluster, one `Array1` per measure.
 
-use super::scan::{Moments, Perimeter};
+use super::moments::{Merge, Moments, Perimeter};
 use super::wrapping::{WRAP_X, WRAP_Y};
 use super::Measures;
-use crate::lattice::{Boundary, Connectivity};
+use crate::{Boundary, Connectivity};
 use ndarray::{Array1, ArrayView1, Zip};
 use rayon::prelude::*;
 
@@ -99,7 +99,7 @@ pub struct ClusterRow {
 
 impl ClusterRow {
     /// Whether the cluster wraps or spans along either axis: the clusters that the primed sums of
-    /// [`LatticeStats`](super::LatticeStats) leave out.
+    /// [`LatticeStats`](super::stats::LatticeStats) leave out.
     pub fn percolates(&self) -> bool {
         self.wraps_x || self.wraps_y || self.spans_x || self.spans_y
     }
@@ -167,7 +167,6 @@ impl ClusterTable {
         segments: bool,
         measures: Measures,
     ) -> Self {
-        use super::accum::Merge;
         let p = [Perimeter::EMPTY];
         let full = (measures == Measures::All).then_some((&p[..], &[0u64][..]));
         Builder::new(

@@ -1,6 +1,20 @@
 //! The sums the pass accumulates per cluster (or per piece): moments and perimeter counts.
 
-use super::super::accum::Merge;
+/// A per-label accumulator: an empty value and a way to combine two partial results.
+pub(crate) trait Merge: Copy + Send + Sync {
+    /// The value of a label that no site has touched.
+    const EMPTY: Self;
+    /// Adds `other`'s partial result to `self`.
+    fn merge(&mut self, other: &Self);
+}
+
+impl Merge for u64 {
+    const EMPTY: Self = 0;
+    #[inline]
+    fn merge(&mut self, other: &Self) {
+        *self += *other;
+    }
+}
 
 /// Sums over a cluster's (or piece's) sites, in lattice coordinates: one 64-byte cache line (the
 /// pass updates these at random-ish labels, so their size matters). The sums of squares are
@@ -107,7 +121,7 @@ impl Moments {
 
     /// Adds the run of sites `x0..=x1` of row `y`.
     #[inline]
-    pub(super) fn add_run(&mut self, y: u32, x0: u32, x1: u32) {
+    pub(crate) fn add_run(&mut self, y: u32, x0: u32, x1: u32) {
         let n = u64::from(x1 - x0 + 1);
         self.size += n as u32;
         // (x0 + x1) and n have opposite parities: the product is even.

@@ -1,7 +1,8 @@
 //! Per-lattice statistics: cluster counts, the cluster-size distribution `n_s`, the mean cluster
 //! size `S` and the percolation strength `P∞`.
 
-use super::{ClusterTable, SizeDistribution};
+use super::size_distribution::SizeDistribution;
+use super::table::ClusterTable;
 
 /// Which clusters count as "infinite" (percolating) for the primed sums of `n_s` and `S` and for
 /// `P∞`.

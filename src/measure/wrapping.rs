@@ -11,7 +11,7 @@
 //! The root of a set is its smallest piece label, whose first site is the cluster's first site,
 //! so shifts are relative to the copy that holds the first site.
 
-use crate::lattice::{Boundary, Connectivity};
+use crate::{Boundary, Connectivity};
 use ndarray::ArrayView2;
 
 /// Wraps in `x`.

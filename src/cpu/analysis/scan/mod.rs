@@ -8,16 +8,15 @@
 //!   pass of segment mode; [`hull`]: the second pass for hulls the first could not decide.
 
 mod hull;
-mod moments;
 mod occupancy;
 mod segments;
 mod window;
 
 pub(crate) use hull::hull_strip;
-pub(crate) use moments::{Moments, Perimeter};
 pub(crate) use window::Grid;
 
 use super::accum::{Sink, Spill};
+pub(crate) use crate::measure::moments::{Moments, Perimeter};
 use occupancy::{occupancy_strip, Bits};
 use segments::segment_strip;
 use std::ops::Range;
