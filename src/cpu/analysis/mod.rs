@@ -27,7 +27,7 @@ use scan::{Grid, HullRule, StripScratch, StripSinks};
 pub(crate) struct CpuAnalysis {
     /// Final labels of the last call.
     labels: Array2<u32>,
-    count: usize,
+    pub(super) count: usize,
     /// Open-boundary pieces (periodic lattices).
     pieces: Array2<u32>,
     /// The complement (1 where the lattice is zero) and its labels.
@@ -94,14 +94,17 @@ impl CpuAnalysis {
     ) -> Result<ClusterTable> {
         let (h, w) = lattice.dim();
         check_size(h, w)?;
-        let Options {
-            connectivity,
-            boundary,
-            segments,
-            ..
-        } = *options;
-        let full = measures == Measures::All;
-        let periodic = boundary != Boundary::Open;
+        let g = Run {
+            h,
+            w,
+            connectivity: options.connectivity,
+            boundary: options.boundary,
+            segments: options.segments,
+            measures,
+            full: measures == Measures::All,
+            periodic: options.boundary != Boundary::Open,
+            parallel,
+        };
         for a in [
             &mut self.labels,
             &mut self.pieces,
@@ -116,130 +119,206 @@ impl CpuAnalysis {
             self.count = 0;
             return Ok(ClusterTable::empty(
                 (h, w),
-                connectivity,
-                boundary,
-                segments,
+                g.connectivity,
+                g.boundary,
+                g.segments,
                 measures,
             ));
         }
-
-        // 1. Clusters: pieces with open boundaries, joined across periodic edges by winding.
-        let spec = Spec {
-            connectivity,
-            boundary: Boundary::Open,
-            segments,
-            algorithm: Algorithm::Auto,
+        let (npieces, count) = self.clusters(lattice, &g, labeler)?;
+        self.count = count;
+        let nempty = if g.full {
+            self.complement(lattice, &g, labeler)?
+        } else {
+            0
         };
+        let n = Counts {
+            npieces,
+            count,
+            nempty,
+        };
+        let strips = self.first_sites(&g, &n);
+        self.pass(&g, &n, &strips);
+        let builder = self.compose(&g, &n);
+        if !g.full {
+            return Ok(builder.finish(parallel, None, &mut self.buffers.sums));
+        }
+        let sizes: Vec<u64> = std::iter::once(0)
+            .chain((1..=count).map(|c| builder.size_of(c as u32)))
+            .collect();
+        let filled_area = if strips.tree {
+            self.tree_filled(&g, &sizes)
+        } else {
+            self.region_graph_filled(&g, &n, &strips, &sizes)
+        };
+        let buf = &mut self.buffers;
+        Ok(builder.finish(
+            parallel,
+            Some((&buf.perimeter, &filled_area)),
+            &mut buf.sums,
+        ))
+    }
+
+    /// 1. Clusters: pieces labeled with open boundaries, joined across periodic edges by
+    ///    winding. Returns the piece and cluster counts.
+    fn clusters<T: SiteValue>(
+        &mut self,
+        lattice: ArrayView2<'_, T>,
+        g: &Run,
+        labeler: &mut dyn LabelBackend,
+    ) -> Result<(usize, usize)> {
+        let spec = g.open_spec();
         let npieces = labeler.label(T::input(lattice), &spec, self.pieces.view_mut())?;
-        let count = if periodic {
+        let count = if g.periodic {
+            let segments = g.segments;
             let rule = |a: (usize, usize), b: (usize, usize)| {
                 let (va, vb) = (lattice[a], lattice[b]);
                 va.is_occupied() && vb.is_occupied() && (!segments || va == vb)
             };
-            self.joined
-                .join(self.pieces.view(), npieces, connectivity, boundary, rule);
-            relabel(parallel, &self.pieces, &mut self.labels, &self.joined.map);
+            self.joined.join(
+                self.pieces.view(),
+                npieces,
+                g.connectivity,
+                g.boundary,
+                rule,
+            );
+            relabel(g.parallel, &self.pieces, &mut self.labels, &self.joined.map);
             self.joined.count
         } else {
             std::mem::swap(&mut self.pieces, &mut self.labels);
             npieces
         };
-        self.count = count;
+        Ok((npieces, count))
+    }
 
-        // 2. The complement, labeled with the dual connectivity.
-        let mut nempty = 0;
-        if full {
-            if self.complement.dim() != (h, w) {
-                self.complement = Array2::zeros((h, w));
-            }
-            let invert = |mut c: ndarray::ArrayViewMut1<'_, u8>, l: ndarray::ArrayView1<'_, T>| {
-                c.iter_mut()
-                    .zip(l.iter())
-                    .for_each(|(c, &v)| *c = u8::from(!v.is_occupied()));
-            };
-            let zip = Zip::from(self.complement.rows_mut()).and(lattice.rows());
-            if parallel {
-                zip.par_for_each(invert);
-            } else {
-                zip.for_each(invert);
-            }
-            let dual_spec = Spec {
-                connectivity: dual(connectivity),
-                segments: false,
-                ..spec
-            };
-            let np = labeler.label(
-                Input::U8(self.complement.view()),
-                &dual_spec,
-                self.empty_pieces.view_mut(),
-            )?;
-            nempty = if periodic {
-                let comp = &self.complement;
-                let rule = |a: (usize, usize), b: (usize, usize)| comp[a] != 0 && comp[b] != 0;
-                self.joined_empties.join(
-                    self.empty_pieces.view(),
-                    np,
-                    dual(connectivity),
-                    boundary,
-                    rule,
-                );
-                relabel(
-                    parallel,
-                    &self.empty_pieces,
-                    &mut self.empties,
-                    &self.joined_empties.map,
-                );
-                self.joined_empties.count
-            } else {
-                std::mem::swap(&mut self.empty_pieces, &mut self.empties);
-                np
-            };
+    /// 2. The complement, labeled with the dual connectivity (and joined across periodic
+    ///    edges). Returns the number of its regions.
+    fn complement<T: SiteValue>(
+        &mut self,
+        lattice: ArrayView2<'_, T>,
+        g: &Run,
+        labeler: &mut dyn LabelBackend,
+    ) -> Result<usize> {
+        if self.complement.dim() != (g.h, g.w) {
+            self.complement = Array2::zeros((g.h, g.w));
         }
-
-        // 3. Strips, first sites and each strip's largest label.
-        let threads = if parallel {
-            rayon::current_num_threads()
-        } else {
-            1
+        let invert = |mut c: ndarray::ArrayViewMut1<'_, u8>, l: ndarray::ArrayView1<'_, T>| {
+            c.iter_mut()
+                .zip(l.iter())
+                .for_each(|(c, &v)| *c = u8::from(!v.is_occupied()));
         };
-        let rows = strip_rows(h, threads);
-        self.strips.resize_with(rows.len(), StripScratch::default);
+        let zip = Zip::from(self.complement.rows_mut()).and(lattice.rows());
+        if g.parallel {
+            zip.par_for_each(invert);
+        } else {
+            zip.for_each(invert);
+        }
+        let dual_spec = Spec {
+            connectivity: dual(g.connectivity),
+            segments: false,
+            ..g.open_spec()
+        };
+        let np = labeler.label(
+            Input::U8(self.complement.view()),
+            &dual_spec,
+            self.empty_pieces.view_mut(),
+        )?;
+        Ok(if g.periodic {
+            let comp = &self.complement;
+            let rule = |a: (usize, usize), b: (usize, usize)| comp[a] != 0 && comp[b] != 0;
+            self.joined_empties.join(
+                self.empty_pieces.view(),
+                np,
+                dual(g.connectivity),
+                g.boundary,
+                rule,
+            );
+            relabel(
+                g.parallel,
+                &self.empty_pieces,
+                &mut self.empties,
+                &self.joined_empties.map,
+            );
+            self.joined_empties.count
+        } else {
+            std::mem::swap(&mut self.empty_pieces, &mut self.empties);
+            np
+        })
+    }
+
+    /// The labels the pass reads: clusters, pieces (the clusters on an open lattice), and the
+    /// complement's regions when every column is measured.
+    pub(super) fn label_slices(&self, g: &Run) -> (&[u32], &[u32], Option<&[u32]>) {
         let labels = self.labels.as_slice().expect("standard layout");
-        let piece_labels = if periodic {
+        let pieces = if g.periodic {
             self.pieces.as_slice().expect("standard layout")
         } else {
             labels
         };
-        let buf = &mut self.buffers;
+        let empties = g
+            .full
+            .then(|| self.empties.as_slice().expect("standard layout"));
+        (labels, pieces, empties)
+    }
+
+    /// 3. The strips of rows, every label's first site (for the filled areas) and each strip's
+    ///    largest label; on an open occupancy lattice, the tree of enclosing clusters.
+    fn first_sites(&mut self, g: &Run, n: &Counts) -> Strips {
+        let threads = if g.parallel {
+            rayon::current_num_threads()
+        } else {
+            1
+        };
+        let rows = strip_rows(g.h, threads);
+        self.strips.resize_with(rows.len(), StripScratch::default);
+        let CpuAnalysis {
+            labels,
+            pieces,
+            empties,
+            buffers: buf,
+            ..
+        } = self;
+        let labels = labels.as_slice().expect("standard layout");
+        let piece_labels = if g.periodic {
+            pieces.as_slice().expect("standard layout")
+        } else {
+            labels
+        };
+        let empties = g.full.then(|| empties.as_slice().expect("standard layout"));
+        let (w, parallel) = (g.w, g.parallel);
         // First sites are needed for the filled areas only, and each strip's largest label only
         // when there are several strips.
-        let max_p = if full || rows.len() > 1 {
-            scan_labels(parallel, piece_labels, w, &rows, npieces, &mut buf.first_p)
+        let max_p = if g.full || rows.len() > 1 {
+            scan_labels(
+                parallel,
+                piece_labels,
+                w,
+                &rows,
+                n.npieces,
+                &mut buf.first_p,
+            )
         } else {
-            vec![npieces as u32]
+            vec![n.npieces as u32]
         };
-        let max_c = if periodic && full {
-            scan_labels(parallel, labels, w, &rows, count, &mut buf.first_c)
+        let max_c = if g.periodic && g.full {
+            scan_labels(parallel, labels, w, &rows, n.count, &mut buf.first_c)
         } else {
             max_p.clone()
         };
-        let first_c: &[u32] = if periodic { &buf.first_c } else { &buf.first_p };
-        let empties = full.then(|| self.empties.as_slice().expect("standard layout"));
         let max_e = match empties {
-            Some(e) => scan_labels(parallel, e, w, &rows, nempty, &mut buf.first_e),
+            Some(e) => scan_labels(parallel, e, w, &rows, n.nempty, &mut buf.first_e),
             None => vec![0; rows.len()],
         };
-        let first_e = &buf.first_e;
-        let tree = full && !periodic && !segments;
-        let (edge_e, parent_e) = (&mut buf.edge_e, &mut buf.parent_e);
+        let tree = g.full && !g.periodic && !g.segments;
         if tree {
             let e = empties.expect("full");
+            let (edge_e, parent_e, first_e) = (&mut buf.edge_e, &mut buf.parent_e, &buf.first_e);
             edge_e.clear();
-            edge_e.resize(nempty + 1, false);
-            for_each_edge_site(h, w, true, true, |i| edge_e[e[i] as usize] = true);
+            edge_e.resize(n.nempty + 1, false);
+            for_each_edge_site(g.h, w, true, true, |i| edge_e[e[i] as usize] = true);
             // The cluster above each region's first site encloses it.
             parent_e.clear();
-            parent_e.extend((0..=nempty).map(|r| {
+            parent_e.extend((0..=n.nempty).map(|r| {
                 if r == 0 || edge_e[r] {
                     scan::NO_PARENT
                 } else {
@@ -247,53 +326,71 @@ impl CpuAnalysis {
                 }
             }));
         }
+        Strips {
+            rows,
+            max_p,
+            max_c,
+            max_e,
+            tree,
+        }
+    }
 
-        // 4. The pass.
-        let grid = Grid {
-            h,
-            w,
-            wraps_x: boundary.wraps_x(),
-            wraps_y: boundary.wraps_y(),
-            eight: connectivity == Connectivity::Eight,
-            segments,
+    /// 4. The pass: each strip of rows adds its sites' moments, perimeters and the
+    ///    complement's region sizes into the per-label arrays (and its spills), in parallel.
+    fn pass(&mut self, g: &Run, n: &Counts, st: &Strips) {
+        let CpuAnalysis {
             labels,
+            pieces,
             empties,
-            clusters: count as u32,
+            strips,
+            buffers: buf,
+            ..
+        } = self;
+        let labels = labels.as_slice().expect("standard layout");
+        let piece_labels = if g.periodic {
+            pieces.as_slice().expect("standard layout")
+        } else {
+            labels
         };
+        let empties = g.full.then(|| empties.as_slice().expect("standard layout"));
+        let grid = g.grid(labels, empties, n.count);
+        let full = g.full;
         let moments = &mut buf.moments;
         moments.clear();
-        moments.resize(npieces + 1, Moments::EMPTY);
+        moments.resize(n.npieces + 1, Moments::EMPTY);
         let perimeter = &mut buf.perimeter;
         perimeter.clear();
-        perimeter.resize(if full { count + 1 } else { 0 }, Perimeter::EMPTY);
+        perimeter.resize(if full { n.count + 1 } else { 0 }, Perimeter::EMPTY);
         let empty_sizes = &mut buf.empty_sizes;
         empty_sizes.clear();
-        empty_sizes.resize(if full { nempty + 1 } else { 0 }, 0);
-        let hull_rule = if tree {
-            HullRule::Tree { parent: parent_e }
+        empty_sizes.resize(if full { n.nempty + 1 } else { 0 }, 0);
+        let hull_rule = if st.tree {
+            HullRule::Tree {
+                parent: &buf.parent_e,
+            }
         } else {
             HullRule::Later
         };
-        let want_edges = full && !tree;
+        let want_edges = full && !st.tree;
         {
-            let parts_m = split_owned(moments, &max_p);
+            let parts_m = split_owned(moments, &st.max_p);
             let mut parts_p = if full {
-                split_owned(perimeter, &max_c)
+                split_owned(perimeter, &st.max_c)
             } else {
                 Vec::new()
             };
             let mut parts_e = if full {
-                split_owned(empty_sizes, &max_e)
+                split_owned(empty_sizes, &st.max_e)
             } else {
                 Vec::new()
             };
-            let mut jobs = Vec::with_capacity(rows.len());
+            let mut jobs = Vec::with_capacity(st.rows.len());
             let mut it_p = parts_p.drain(..);
             let mut it_e = parts_e.drain(..);
-            for ((r, m), s) in rows.iter().zip(parts_m).zip(self.strips.iter_mut()) {
+            for ((r, m), s) in st.rows.iter().zip(parts_m).zip(strips.iter_mut()) {
                 jobs.push((r.clone(), m, it_p.next(), it_e.next(), s));
             }
-            run_jobs(parallel, jobs, |(r, m, p, e, s)| {
+            run_jobs(g.parallel, jobs, |(r, m, p, e, s)| {
                 s.clear();
                 let StripScratch { spills, work } = s;
                 let mut sinks = StripSinks {
@@ -312,129 +409,106 @@ impl CpuAnalysis {
                 );
             });
         }
-        for s in &mut self.strips {
+        for s in strips.iter_mut() {
             s.spills.moments.drain_into(moments);
             if full {
                 s.spills.perimeter.drain_into(perimeter);
                 s.spills.sizes.drain_into(empty_sizes);
             }
         }
+    }
 
-        // 5. Compose the pieces into clusters.
+    /// 5. The pieces composed into clusters (shifted by their winding on periodic lattices).
+    fn compose(&mut self, g: &Run, n: &Counts) -> Builder {
+        let buf = &mut self.buffers;
         let mut builder = Builder::new(
-            (h, w),
-            connectivity,
-            boundary,
-            segments,
-            measures,
-            count,
+            (g.h, g.w),
+            g.connectivity,
+            g.boundary,
+            g.segments,
+            g.measures,
+            n.count,
             std::mem::take(&mut buf.sums),
         );
-        if periodic {
-            for c in 1..=count {
+        if g.periodic {
+            for c in 1..=n.count {
                 builder.set_wraps(c as u32, self.joined.wraps[c]);
             }
-            for (p, m) in moments.iter().enumerate().skip(1) {
+            for (p, m) in buf.moments.iter().enumerate().skip(1) {
                 builder.add_piece(self.joined.map[p], m, self.joined.shift[p]);
             }
         } else {
-            for (p, m) in moments.iter().enumerate().skip(1) {
+            for (p, m) in buf.moments.iter().enumerate().skip(1) {
                 builder.add_piece(p as u32, m, [0, 0]);
             }
         }
-        if !full {
-            return Ok(builder.finish(parallel, None, &mut buf.sums));
-        }
-        let sizes: Vec<u64> = std::iter::once(0)
-            .chain((1..=count).map(|c| builder.size_of(c as u32)))
-            .collect();
-
-        // 6. Filled areas (and hulls, where the pass could not decide them).
-        let filled_area = if tree {
-            filled::tree_filled(
-                w,
-                labels,
-                empties.expect("full"),
-                first_c,
-                first_e,
-                edge_e,
-                &sizes,
-                empty_sizes,
-            )
-        } else {
-            let e = empties.expect("full");
-            let nodes = count + nempty + 1;
-            let node_of = |i: usize| -> u32 {
-                if labels[i] != 0 {
-                    labels[i] - 1
-                } else {
-                    count as u32 + e[i] - 1
-                }
-            };
-            // Seeds: regions on an open edge, and regions that wrap.
-            let mut seed = vec![false; nodes];
-            for_each_edge_site(h, w, !boundary.wraps_x(), !boundary.wraps_y(), |i| {
-                seed[node_of(i) as usize] = true;
-            });
-            if periodic {
-                for c in 1..=count {
-                    if self.joined.wraps[c] != 0 {
-                        seed[c - 1] = true;
-                    }
-                }
-                for r in 1..=nempty {
-                    if self.joined_empties.wraps[r] != 0 {
-                        seed[count + r - 1] = true;
-                    }
-                }
-            }
-            let seeds: Vec<u32> = (0..nodes as u32).filter(|&v| seed[v as usize]).collect();
-            let mut node_sites = Vec::with_capacity(nodes);
-            node_sites.extend_from_slice(&sizes[1..]);
-            node_sites.extend_from_slice(&empty_sizes[1..]);
-            node_sites.push(0);
-            let mut edges: Vec<u64> = Vec::new();
-            for s in &mut self.strips {
-                edges.append(&mut s.work.edges);
-            }
-            // Repeated edges are fine for the search; sorting them away would cost more.
-            let dom = &mut self.dominance;
-            dom.solve(nodes, &edges, &seeds, &node_sites);
-            let filled: Vec<u64> = std::iter::once(0)
-                .chain((0..count).map(|c| {
-                    if dom.reached(c as u32) {
-                        sizes[c + 1] + dom.cut_off[c] + dom.unreachable
-                    } else {
-                        dom.unreachable
-                    }
-                }))
-                .collect();
-            // Hulls: a second pass over the rows.
-            let hull = &mut buf.hull;
-            hull.clear();
-            hull.resize(count + 1, 0);
-            {
-                let dom = &self.dominance;
-                let outside = |x: u32, c: u32| dom.outside(x, c - 1);
-                let parts = split_owned(hull, &max_c);
-                let jobs: Vec<_> = rows.iter().zip(parts).zip(self.strips.iter_mut()).collect();
-                run_jobs(parallel, jobs, |((r, (lo, sl)), s)| {
-                    let StripScratch { spills, work } = s;
-                    spills.hull.clear();
-                    let mut sink = Sink::new(lo, sl, &mut spills.hull);
-                    scan::hull_strip(&grid, r.clone(), &mut sink, &outside, work);
-                });
-            }
-            for s in &mut self.strips {
-                s.spills.hull.drain_into(hull);
-            }
-            for (p, h) in perimeter.iter_mut().zip(hull.iter()) {
-                p.hull = *h;
-            }
-            filled
-        };
-        Ok(builder.finish(parallel, Some((perimeter, &filled_area)), &mut buf.sums))
+        builder
     }
+}
+
+/// What one run computes, for its stages.
+pub(super) struct Run {
+    pub(super) h: usize,
+    pub(super) w: usize,
+    pub(super) connectivity: Connectivity,
+    pub(super) boundary: Boundary,
+    pub(super) segments: bool,
+    pub(super) measures: Measures,
+    /// Every column (else the shape columns only).
+    pub(super) full: bool,
+    /// Some axis wraps.
+    pub(super) periodic: bool,
+    /// On the current rayon pool (else on this thread).
+    pub(super) parallel: bool,
+}
+
+impl Run {
+    /// The lattice's labeling: pieces with open boundaries.
+    fn open_spec(&self) -> Spec {
+        Spec {
+            connectivity: self.connectivity,
+            boundary: Boundary::Open,
+            segments: self.segments,
+            algorithm: Algorithm::Auto,
+        }
+    }
+
+    /// The pass's view of the labels.
+    pub(super) fn grid<'a>(
+        &self,
+        labels: &'a [u32],
+        empties: Option<&'a [u32]>,
+        count: usize,
+    ) -> Grid<'a> {
+        Grid {
+            h: self.h,
+            w: self.w,
+            wraps_x: self.boundary.wraps_x(),
+            wraps_y: self.boundary.wraps_y(),
+            eight: self.connectivity == Connectivity::Eight,
+            segments: self.segments,
+            labels,
+            empties,
+            clusters: count as u32,
+        }
+    }
+}
+
+/// Pieces, clusters and complement regions of one run.
+pub(super) struct Counts {
+    pub(super) npieces: usize,
+    pub(super) count: usize,
+    pub(super) nempty: usize,
+}
+
+/// The strips of rows and each strip's largest piece, cluster and region label.
+pub(super) struct Strips {
+    pub(super) rows: Vec<std::ops::Range<usize>>,
+    pub(super) max_p: Vec<u32>,
+    pub(super) max_c: Vec<u32>,
+    pub(super) max_e: Vec<u32>,
+    /// The filled areas come from the tree of enclosing clusters.
+    pub(super) tree: bool,
 }
 
 /// The dual connectivity: the complement of 4-connected clusters is 8-connected, and back.
@@ -464,7 +538,13 @@ fn relabel(parallel: bool, src: &Array2<u32>, dst: &mut Array2<u32>, map: &[u32]
 
 /// Calls `f(raster index)` for every site on the edges of the open axes: columns 0 and `w − 1`
 /// when `x_open`, rows 0 and `h − 1` when `y_open` (corner sites may come twice).
-fn for_each_edge_site(h: usize, w: usize, x_open: bool, y_open: bool, mut f: impl FnMut(usize)) {
+pub(super) fn for_each_edge_site(
+    h: usize,
+    w: usize,
+    x_open: bool,
+    y_open: bool,
+    mut f: impl FnMut(usize),
+) {
     if y_open {
         for x in 0..w {
             f(x);
