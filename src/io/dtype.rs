@@ -47,6 +47,53 @@ pub(crate) enum Dtype {
     Other(String),
 }
 
+impl Dtype {
+    /// Bytes per element in the file (`None` for types a lattice cannot hold).
+    pub(crate) fn size(&self) -> Option<usize> {
+        Some(match self {
+            Dtype::Bool | Dtype::U8 | Dtype::I8 => 1,
+            Dtype::U16 | Dtype::I16 => 2,
+            Dtype::U32 | Dtype::I32 => 4,
+            Dtype::U64 | Dtype::I64 => 8,
+            Dtype::Float(_) | Dtype::Other(_) => return None,
+        })
+    }
+}
+
+/// The machine's physical memory in bytes, where the system says (Linux: `/proc/meminfo`).
+pub(crate) fn machine_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// Checks a 2-D array's header before any data is read: the site count against the labels'
+/// limit, and the bytes that reading it takes against the machine's memory, so that a file
+/// whose header claims 70000 × 70000 is refused at once instead of after reading gigabytes.
+pub(crate) fn check_header(path: &Path, shape: &[usize], dtype: &Dtype) -> Result<()> {
+    if shape.len() != 2 {
+        return Err(rank_error(path, shape));
+    }
+    let size = dtype.size().ok_or_else(|| unsupported(path, dtype))?;
+    crate::core::lattice::check_size(shape[0], shape[1])?;
+    let sites = (shape[0] * shape[1]) as u64;
+    // The array as read, and the narrowed lattice it becomes.
+    let need = sites * size as u64 + if size > 4 { sites * 4 } else { 0 };
+    if let Some(have) = machine_memory() {
+        if need > have {
+            return Err(bad_input(
+                path,
+                format!(
+                    "a {} × {} {dtype} array needs {need} bytes to read; this machine has {have} bytes of memory",
+                    shape[0], shape[1]
+                ),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl fmt::Display for Dtype {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let name = match self {

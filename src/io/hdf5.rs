@@ -1,6 +1,6 @@
 //! HDF5 files (feature `hdf5`).
 
-use super::dtype::{bad_input, narrow, rank_error, standard, unsupported, Dtype};
+use super::dtype::{bad_input, check_header, narrow, rank_error, standard, unsupported, Dtype};
 use super::{LabelMeta, LABELS_DATASET, LATTICE_DATASET};
 use crate::io::Lattice;
 use crate::measure::columns::{columns, ColumnData};
@@ -73,6 +73,7 @@ pub(crate) fn read_lattice(path: &Path, name: &str) -> Result<Lattice> {
     }
     let td = hdf5_result(path, ds.dtype().and_then(|t| t.to_descriptor()))?;
     let dtype = hdf5_dtype(&td);
+    check_header(path, &shape, &dtype)?;
     let read = |ds: &::hdf5::Dataset| -> Result<Lattice> {
         match dtype {
             Dtype::Bool => Ok(Lattice::from(read_hdf5_data::<bool>(path, ds)?)),

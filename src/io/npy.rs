@@ -1,7 +1,7 @@
 //! NumPy's `.npy` format.
 
 use super::atomic::io_error;
-use super::dtype::{bad_input, narrow, rank_error, standard, unsupported, Dtype};
+use super::dtype::{bad_input, check_header, narrow, standard, unsupported, Dtype};
 use crate::io::Lattice;
 use crate::Result;
 use ndarray::Array2;
@@ -41,8 +41,25 @@ pub(crate) fn read_lattice(path: &Path) -> Result<Lattice> {
         Some(descr) => npy_dtype(descr),
         None => Dtype::Other(format!("{}", header.type_descriptor)),
     };
-    if header.shape.len() != 2 {
-        return Err(rank_error(path, &header.shape));
+    check_header(path, &header.shape, &dtype)?;
+    // A header that claims more data than the file holds is refused before reading.
+    let data_start = reader.stream_position().map_err(|e| io_error(path, e))?;
+    let file_len = reader
+        .get_ref()
+        .metadata()
+        .map_err(|e| io_error(path, e))?
+        .len();
+    let need = (header.shape[0] * header.shape[1]) as u64 * dtype.size().unwrap_or(1) as u64;
+    if file_len.saturating_sub(data_start) < need {
+        return Err(bad_input(
+            path,
+            format!(
+                "the header says {} × {} {dtype} ({need} bytes of data) but the file holds {} bytes after it",
+                header.shape[0],
+                header.shape[1],
+                file_len.saturating_sub(data_start)
+            ),
+        ));
     }
     reader
         .seek(SeekFrom::Start(0))
