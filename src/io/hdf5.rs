@@ -74,6 +74,7 @@ pub(crate) fn read_lattice(path: &Path, name: &str) -> Result<Lattice> {
     let td = hdf5_result(path, ds.dtype().and_then(|t| t.to_descriptor()))?;
     let dtype = hdf5_dtype(&td);
     check_header(path, &shape, &dtype)?;
+    check_filters(path, name, &ds)?;
     let read = |ds: &::hdf5::Dataset| -> Result<Lattice> {
         match dtype {
             Dtype::Bool => Ok(Lattice::from(read_hdf5_data::<bool>(path, ds)?)),
@@ -265,4 +266,47 @@ fn table_file(
         }?;
     }
     file.close()
+}
+
+/// The usual name of an HDF5 filter, by its registered id.
+fn filter_name(id: i32) -> &'static str {
+    match id {
+        1 => "deflate (gzip)",
+        2 => "shuffle",
+        3 => "Fletcher-32",
+        4 => "szip",
+        5 => "N-bit",
+        6 => "scale-offset",
+        307 => "bzip2",
+        32000 => "LZF",
+        32001 => "Blosc",
+        32004 => "LZ4",
+        32008 => "bitshuffle",
+        32013 => "ZFP",
+        32015 => "Zstandard",
+        32017 => "SZ",
+        _ => "an unregistered filter",
+    }
+}
+
+/// Refuses, by name, a dataset stored with a filter this build cannot decode — instead of the
+/// HDF5 library's message about a plugin folder. Built in: deflate, shuffle, Fletcher-32,
+/// scale-offset, N-bit (HDF5's own), LZF and Blosc (blosclz, LZ4, zlib, Zstandard).
+fn check_filters(path: &Path, name: &str, ds: &::hdf5::Dataset) -> Result<()> {
+    for f in ds.filters() {
+        if !f.is_available() {
+            let id = f.id();
+            return Err(bad_input(
+                path,
+                format!(
+                    "dataset {name:?} is stored with the HDF5 filter {} (id {id}), which clusterlab \
+                     cannot decode; rewrite it with one it can, e.g. \
+                     `h5repack -f {name}:GZIP=4 in.h5 out.h5` (deflate, shuffle, Fletcher-32, LZF and \
+                     Blosc are built in)",
+                    filter_name(id)
+                ),
+            ));
+        }
+    }
+    Ok(())
 }
