@@ -649,3 +649,66 @@ fn backend_cuda_without_a_gpu_is_a_one_line_error() {
     assert!(String::from_utf8_lossy(&auto.stdout).contains("cpu"));
     assert!(run("tpu").status.code() == Some(2));
 }
+
+/// The three cases of the hardening issue, each an immediate one-line error: an argument that
+/// only shapes a chart, an oversized header (read from the header, not the data), and a thread
+/// count that would start 100,000 threads.
+#[test]
+fn arguments_are_bounded_before_any_work() {
+    let d = dirs();
+    let started = std::time::Instant::now();
+    let png = d.out.join("ns.png");
+    let o = run(&[
+        "plot",
+        "--size",
+        "16",
+        "--p",
+        "0.5",
+        "--bins-per-decade",
+        "4294967295",
+        "-o",
+        s(&png),
+    ]);
+    assert_clean_failure(&o, "bins-per-decade", &d.out);
+    let o = run(&[
+        "plot",
+        "--size",
+        "16",
+        "--p",
+        "0.5",
+        "--title",
+        &"t".repeat(201),
+    ]);
+    assert_clean_failure(&o, "200 characters", &d.out);
+
+    let input = d.input.join("lattice.npy");
+    write_npy(&input, &Array2::<u8>::ones((3, 3))).unwrap();
+    for sub in ["label", "analyze"] {
+        let o = run(&[sub, s(&input), "-o", s(&d.out.join("l.h5")), "-j", "100000"]);
+        assert_clean_failure(&o, "4096", &d.out);
+        assert!(stderr(&o).contains("cores"), "{}", stderr(&o));
+    }
+
+    // A header claiming 70000 × 70000 on a sparse file of 4.9 GB.
+    let big = d.input.join("big.npy");
+    let dict = "{'descr': '|u1', 'fortran_order': False, 'shape': (70000, 70000), }";
+    let mut header = b"\x93NUMPY\x01\x00".to_vec();
+    let pad = (64 - (10 + dict.len() + 1) % 64) % 64;
+    header.extend_from_slice(&((dict.len() + pad + 1) as u16).to_le_bytes());
+    header.extend_from_slice(dict.as_bytes());
+    header.extend(std::iter::repeat_n(b' ', pad));
+    header.push(b'\n');
+    let file = std::fs::File::create(&big).unwrap();
+    file.set_len(header.len() as u64 + 70000 * 70000).unwrap();
+    let mut f = std::fs::OpenOptions::new().write(true).open(&big).unwrap();
+    std::io::Write::write_all(&mut f, &header).unwrap();
+    drop(f);
+    let o = run(&["label", s(&big), "-o", s(&d.out.join("l.npy"))]);
+    assert_clean_failure(&o, "too large", &d.out);
+    // Every case above in well under a second each (no work was started).
+    assert!(
+        started.elapsed().as_secs_f64() < 10.0,
+        "{:?}",
+        started.elapsed()
+    );
+}

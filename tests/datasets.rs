@@ -175,5 +175,8 @@ fn a_missing_hdf5_filter_is_named() {
     let text = e.to_string();
     assert!(matches!(e, clusterlab::Error::BadInput { .. }), "{e}");
     assert!(text.contains("bzip2") && text.contains("307"), "{text}");
-    assert!(text.contains("h5repack") && !text.contains("plugin"), "{text}");
+    assert!(
+        text.contains("h5repack") && !text.contains("plugin"),
+        "{text}"
+    );
 }
