@@ -712,3 +712,151 @@ fn arguments_are_bounded_before_any_work() {
         started.elapsed()
     );
 }
+
+/// Every numeric argument just outside its documented range is an immediate one-line error
+/// that names it, and its bounds are in `--help`.
+#[test]
+fn every_numeric_argument_is_bounded() {
+    let d = dirs();
+    let input = d.input.join("lattice.npy");
+    write_npy(&input, &Array2::<u8>::ones((3, 3))).unwrap();
+    let lat = s(&input).to_string();
+    let npy = s(&d.out.join("l.npy")).to_string();
+    let png = s(&d.out.join("p.png")).to_string();
+    let gen = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["generate", "--size", "8", "--p", "0.5", "-o", &npy]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        v.extend(extra.iter().map(|x| x.to_string()));
+        v
+    };
+    let plot = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["plot", "--size", "8", "--p", "0.5", "-o", &png]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        v.extend(extra.iter().map(|x| x.to_string()));
+        v
+    };
+    let label = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["label", &lat, "-o", &npy]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        v.extend(extra.iter().map(|x| x.to_string()));
+        v
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "generate".into(),
+                "--size".into(),
+                "0".into(),
+                "--p".into(),
+                "0.5".into(),
+                "-o".into(),
+                npy.clone(),
+            ],
+            "--size",
+        ),
+        (
+            vec![
+                "generate".into(),
+                "--size".into(),
+                "65536x65536".into(),
+                "--p".into(),
+                "0.5".into(),
+                "-o".into(),
+                npy.clone(),
+            ],
+            "too large",
+        ),
+        (
+            vec![
+                "generate".into(),
+                "--size".into(),
+                "8".into(),
+                "--p".into(),
+                "-0.1".into(),
+                "-o".into(),
+                npy.clone(),
+            ],
+            "probability",
+        ),
+        (
+            vec![
+                "generate".into(),
+                "--size".into(),
+                "8".into(),
+                "--p".into(),
+                "1.01".into(),
+                "-o".into(),
+                npy.clone(),
+            ],
+            "probability",
+        ),
+        (gen(&["--grain", "0"]), "--grain"),
+        (gen(&["--grain", "65537"]), "--grain"),
+        (gen(&["--seed", "4294967296"]), "--seed"),
+        (label(&["--threads", "0"]), "--threads"),
+        (label(&["--threads", "4097"]), "--threads"),
+        (plot(&["--samples", "0"]), "--samples"),
+        (plot(&["--samples", "1000000001"]), "--samples"),
+        (plot(&["--bins-per-decade", "101"]), "--bins-per-decade"),
+        (plot(&["--tau", "0"]), "--tau"),
+        (plot(&["--tau", "10.5"]), "--tau"),
+        (plot(&["--chart", "15x600"]), "--chart"),
+        (plot(&["--chart", "800x16385"]), "--chart"),
+        (plot(&["--kind", "labels", "--max-side", "0"]), "--max-side"),
+        (plot(&["--kind", "labels", "--scale", "16385"]), "--scale"),
+    ];
+    for (args, needle) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let start = std::time::Instant::now();
+        let o = run(&args);
+        assert_clean_failure(&o, needle, &d.out);
+        assert!(start.elapsed().as_secs_f64() < 2.0, "{args:?}");
+    }
+    // The bounds are documented.
+    let help = stdout(&run(&["generate", "--help"]));
+    assert!(
+        help.contains("65536") && help.contains("4294967295"),
+        "{help}"
+    );
+    let help = stdout(&run(&["plot", "--help"]));
+    for text in [
+        "1000000000",
+        "from 0 to 100",
+        "at most 10",
+        "16384",
+        "200 characters",
+    ] {
+        assert!(help.contains(text), "plot --help lacks {text}");
+    }
+    let help = stdout(&run(&["label", "--help"]));
+    assert!(help.contains("4096"), "{help}");
+    // At the bounds, accepted: --p 0 and 1, --grain 1, --tau 10, --bins-per-decade 100.
+    for extra in [&["--p", "0"][..], &["--p", "1", "--grain", "1"][..]] {
+        let mut v = vec!["generate", "--size", "4", "-o", &npy, "-q"];
+        v.extend_from_slice(extra);
+        if !v.contains(&"--p") {
+            v.extend_from_slice(&["--p", "0.5"]);
+        }
+        assert_ok(&run(&v));
+    }
+    assert_ok(&run(&[
+        "plot",
+        "--size",
+        "8",
+        "--p",
+        "0.5",
+        "-o",
+        &png,
+        "--tau",
+        "10",
+        "--bins-per-decade",
+        "100",
+        "-q",
+    ]));
+}
