@@ -58,6 +58,10 @@ pub mod regions;
 
 pub mod generate;
 pub mod io;
+
+// Guides (prose and doctests only), e.g. `docs::coming_from` for users of scipy, cc3d,
+// scikit-image and OpenCV.
+pub mod docs;
 #[cfg(feature = "plot")]
 pub mod plot;
 
