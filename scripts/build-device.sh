@@ -2,8 +2,8 @@
 # Builds (release) what runs on the GPU machine and copies it to .device-bin/ with stable names:
 #   .device-bin/test-<name>      every integration test binary that has GPU tests (tests/gpu*.rs,
 #                                tests/labeling.rs, tests/regions.rs), run there with --ignored
-#   .device-bin/gpu_timing       examples/gpu_timing.rs (per-algorithm timings at 16384²)
-#   .device-bin/gpu_analysis_timing  examples/gpu_analysis_timing.rs
+#   .device-bin/gpu_timing       benches/gpu_timing.rs (per-algorithm timings at 16384²)
+#   .device-bin/gpu_analysis_timing  benches/gpu_analysis.rs
 #   .device-bin/cpu_vs_peers     the CPU benchmark against OpenCV and scipy
 #   .device-bin/gpu_vs_peers     the GPU benchmark against cupyx and OpenCV (all cores)
 # Then: run scripts/device-bench.sh on the device with carry [".device-bin"].
@@ -36,11 +36,10 @@ copy() {
 for t in gpu gpu_analysis labeling regions; do
     if [ -f "tests/$t.rs" ]; then copy "$t" "test-$t" test --release --features cuda --test "$t" --no-run; fi
 done
-for ex in gpu_timing gpu_analysis_timing; do
-    if [ -f "examples/$ex.rs" ]; then copy "$ex" "$ex" build --release --features cuda --example "$ex"; fi
-done
-for b in cpu_vs_peers gpu_vs_peers; do
-    copy "$b" "$b" bench --bench "$b" --no-run
+# Bench targets, by the names scripts/gpu-run.sh and scripts/device-bench.sh run them under.
+for pair in cpu_vs_peers:cpu_vs_peers gpu_vs_peers:gpu_vs_peers gpu_timing:gpu_timing \
+    gpu_analysis:gpu_analysis_timing; do
+    copy "${pair%%:*}" "${pair##*:}" bench --bench "${pair%%:*}" --no-run
 done
 cp scripts/gpu-run.sh .device-bin/
 pwd > .device-bin/built-in

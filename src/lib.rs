@@ -21,7 +21,8 @@
 //! ```
 //!
 //! For labeling every timestep of a simulation, keep a [`Labeler`]: it owns its buffers and,
-//! after the first call, labels without allocating.
+//! after the first call, labels without allocating. Coming from scipy, cc3d, scikit-image or
+//! OpenCV: [`docs::coming_from`] maps their calls onto these.
 //!
 //! ## Conventions
 //! A lattice is indexed `[y, x]` (row, column); nonzero sites are occupied. Labels are `u32`:
@@ -60,6 +61,10 @@ pub mod regions;
 
 pub mod generate;
 pub mod io;
+
+// Guides (prose and doctests only), e.g. `docs::coming_from` for users of scipy, cc3d,
+// scikit-image and OpenCV.
+pub mod docs;
 #[cfg(feature = "plot")]
 pub mod plot;
 
