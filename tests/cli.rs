@@ -474,8 +474,11 @@ fn bad_arguments() {
         let o = run(&all);
         assert_clean_failure(&o, needle, &d.out);
     }
+    // Without --output: the summary only, no file.
     let o = run(&["label", s(&input)]);
-    assert_clean_failure(&o, "--output", &d.out);
+    assert_ok(&o);
+    assert!(stdout(&o).contains("summary only"), "{}", stdout(&o));
+    assert_eq!(entries(&d.out), Vec::<String>::new());
     let o = run(&["label", s(&input), "-o", s(&d.out.join("missing/l.npy"))]);
     assert_clean_failure(&o, "missing", &d.out);
     let o = run(&["generate", "--size", "0x4", "--p", "0.5", "-o", s(&output)]);
@@ -859,4 +862,102 @@ fn every_numeric_argument_is_bounded() {
         "100",
         "-q",
     ]));
+}
+
+/// `--json` prints one JSON object with the documented keys, on generate, label and analyze.
+#[test]
+fn json_summaries_have_stable_keys() {
+    let d = dirs();
+    let lattice = d.out.join("pc.npy");
+    let parse = |o: &Output| -> serde_json::Value {
+        assert_ok(o);
+        serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+    };
+    let g = parse(&run(&[
+        "generate",
+        "--size",
+        "64x48",
+        "--p",
+        "0.6",
+        "--seed",
+        "3",
+        "-o",
+        s(&lattice),
+        "--json",
+    ]));
+    assert_eq!(g["command"], "generate");
+    assert_eq!(
+        (g["height"].as_u64(), g["width"].as_u64()),
+        (Some(64), Some(48))
+    );
+    for key in [
+        "p",
+        "grain",
+        "seed",
+        "occupied",
+        "occupied_fraction",
+        "output",
+    ] {
+        assert!(!g[key].is_null(), "generate lacks {key}: {g}");
+    }
+    let want = clusterlab::label(
+        ndarray_npy::read_npy::<_, Array2<u8>>(&lattice)
+            .unwrap()
+            .view(),
+        clusterlab::Connectivity::Four,
+        clusterlab::Boundary::Periodic,
+    )
+    .unwrap();
+    let l = parse(&run(&[
+        "label",
+        s(&lattice),
+        "--boundary",
+        "periodic",
+        "--json",
+    ]));
+    assert_eq!(l["command"], "label");
+    assert_eq!(l["clusters"].as_u64(), Some(want.count() as u64));
+    assert_eq!(l["boundary"], "periodic");
+    assert!(l["output"].is_null());
+    for key in [
+        "input",
+        "dtype",
+        "connectivity",
+        "segments",
+        "algorithm",
+        "backend",
+        "largest",
+        "largest_fraction",
+        "occupied",
+        "occupied_fraction",
+        "time_ms",
+    ] {
+        assert!(!l[key].is_null(), "label lacks {key}: {l}");
+    }
+    let a = parse(&run(&[
+        "analyze",
+        s(&lattice),
+        "--boundary",
+        "periodic",
+        "--json",
+    ]));
+    assert_eq!(a["command"], "analyze");
+    assert_eq!(a["clusters"].as_u64(), Some(want.count() as u64));
+    for key in [
+        "largest",
+        "mean_size",
+        "p_infinity",
+        "percolating",
+        "wraps_x",
+        "wraps_y",
+        "wraps_both",
+        "wraps_either",
+        "spans_x",
+        "spans_y",
+        "time_ms",
+        "threads",
+        "backend",
+    ] {
+        assert!(!a[key].is_null(), "analyze lacks {key}: {a}");
+    }
 }

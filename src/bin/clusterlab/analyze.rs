@@ -2,8 +2,8 @@
 //! table.
 
 use crate::args::{
-    check_not_input, check_output_folder, mode, parse_backend, print_stdout, rayon_threads,
-    LatticeArgs, Stage,
+    check_not_input, check_output_folder, mode, parse_backend, print_json, print_stdout,
+    rayon_threads, LatticeArgs, Stage,
 };
 use anyhow::{bail, Result};
 use clap::Args;
@@ -44,8 +44,15 @@ pub struct AnalyzeArgs {
     backend: Backend,
 
     /// Print nothing but errors.
-    #[arg(short, long)]
+    #[arg(short, long, conflicts_with = "json")]
     quiet: bool,
+
+    /// Print the summary as one JSON object (keys: command, input, dtype, height, width,
+    /// connectivity, boundary, segments, clusters, largest, largest_fraction, mean_size,
+    /// p_infinity, percolating, wraps_x, wraps_y, wraps_both, wraps_either, spans_x, spans_y,
+    /// time_ms, threads, backend, output).
+    #[arg(long)]
+    json: bool,
 }
 
 /// Whether the table goes to CSV (else HDF5), refusing other extensions before any work.
@@ -75,7 +82,7 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
         }
     };
 
-    let stage = Stage::new(args.quiet);
+    let stage = Stage::new(args.quiet || args.json);
     stage.set(format!("reading {}", args.input.display()));
     let l = &args.lattice;
     let lattice = io::read_lattice(&args.input, l.dataset.as_deref())?;
@@ -120,7 +127,41 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
     }
     drop(stage);
 
-    if !args.quiet {
+    let threads = l.threads.unwrap_or_else(rayon_threads);
+    if args.json {
+        let s = table.stats();
+        let fraction = if s.sites > 0 {
+            s.largest as f64 / s.sites as f64
+        } else {
+            0.0
+        };
+        print_json(&serde_json::json!({
+            "command": "analyze",
+            "input": args.input.display().to_string(),
+            "dtype": lattice.dtype(),
+            "height": h,
+            "width": w,
+            "connectivity": l.connectivity.neighbours(),
+            "boundary": l.boundary.name(),
+            "segments": l.segments,
+            "clusters": s.clusters,
+            "largest": s.largest,
+            "largest_fraction": fraction,
+            "mean_size": s.mean_size,
+            "p_infinity": s.p_infinity,
+            "percolating": s.percolating,
+            "wraps_x": s.wraps_x,
+            "wraps_y": s.wraps_y,
+            "wraps_both": s.wraps_both,
+            "wraps_either": s.wraps_either,
+            "spans_x": s.spans_x,
+            "spans_y": s.spans_y,
+            "time_ms": elapsed.as_secs_f64() * 1e3,
+            "threads": threads,
+            "backend": analyzer.backend_name(),
+            "output": args.output.as_ref().map(|o| o.display().to_string()),
+        }));
+    } else if !args.quiet {
         let mut text = format!(
             "input      {} ({h}x{w} {})\n\
              analysis   {}-connectivity, {} boundary, {}\n",
@@ -134,7 +175,7 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
         text.push_str(&format!(
             "time       {:.3} ms ({} threads)\n",
             elapsed.as_secs_f64() * 1e3,
-            l.threads.unwrap_or_else(rayon_threads)
+            threads
         ));
         if analyzer.backend_name() != "cpu" {
             text.push_str(&format!("backend    {}\n", analyzer.backend_name()));

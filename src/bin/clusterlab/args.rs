@@ -201,6 +201,11 @@ pub fn print_stdout(s: &str) {
     let _ = out.write_all(s.as_bytes()).and_then(|()| out.flush());
 }
 
+/// Prints one JSON document (`--json`) on stdout.
+pub fn print_json(value: &serde_json::Value) {
+    print_stdout(&format!("{value:#}\n"));
+}
+
 /// "same-value segments" or "occupied sites".
 pub fn mode(segments: bool) -> &'static str {
     if segments {

@@ -1,6 +1,8 @@
 //! `clusterlab generate`: a site-percolation lattice from MT19937.
 
-use crate::args::{check_output_folder, lattice_size, parse_probability, print_stdout, Stage};
+use crate::args::{
+    check_output_folder, lattice_size, parse_probability, print_json, print_stdout, Stage,
+};
 use anyhow::Result;
 use clap::Args;
 use clusterlab::io::{self, Format, Lattice};
@@ -32,8 +34,13 @@ pub struct GenerateArgs {
     output: PathBuf,
 
     /// Print nothing but errors.
-    #[arg(short, long)]
+    #[arg(short, long, conflicts_with = "json")]
     quiet: bool,
+
+    /// Print the summary as one JSON object (keys: command, height, width, p, grain, seed,
+    /// occupied, occupied_fraction, output).
+    #[arg(long)]
+    json: bool,
 }
 
 fn parse_grain(s: &str) -> Result<usize, String> {
@@ -48,7 +55,7 @@ pub fn run(args: GenerateArgs) -> Result<()> {
     check_output_folder(&args.output)?;
     let (h, w) = args.size;
 
-    let stage = Stage::new(args.quiet);
+    let stage = Stage::new(args.quiet || args.json);
     stage.set(format!("generating {h}x{w} lattice"));
     let array = clusterlab::generate::percolation(h, w, args.p, args.grain, args.seed);
     let lattice = Lattice::U8(array);
@@ -56,8 +63,20 @@ pub fn run(args: GenerateArgs) -> Result<()> {
     io::write_lattice(&args.output, &lattice)?;
     drop(stage);
 
-    if !args.quiet {
-        let occupied = lattice.occupied();
+    let occupied = lattice.occupied();
+    if args.json {
+        print_json(&serde_json::json!({
+            "command": "generate",
+            "height": h,
+            "width": w,
+            "p": args.p,
+            "grain": args.grain,
+            "seed": args.seed,
+            "occupied": occupied,
+            "occupied_fraction": occupied as f64 / (h * w) as f64,
+            "output": args.output.display().to_string(),
+        }));
+    } else if !args.quiet {
         print_stdout(&format!(
             "generated  {h}x{w} site percolation, p = {}, grain {}, seed {}\n\
              occupied   {:.4} ({occupied} sites)\n\
