@@ -961,3 +961,78 @@ fn json_summaries_have_stable_keys() {
         assert!(!a[key].is_null(), "analyze lacks {key}: {a}");
     }
 }
+
+/// SIGINT, SIGTERM and SIGKILL sent to a real run in the middle of writing its output: the old
+/// output stays intact, SIGINT and SIGTERM exit with 130 and 143 leaving no temporary, and the
+/// temporary a SIGKILL leaves is removed by the next run that writes the same output.
+#[cfg(unix)]
+#[test]
+fn signals_in_the_middle_of_a_write_leave_nothing_behind() {
+    use std::process::Stdio;
+    let d = dirs();
+    let out = d.out.join("big.npy");
+    std::fs::write(&out, b"old output").unwrap();
+    let temporaries = |dir: &Path| -> Vec<String> {
+        entries(dir)
+            .into_iter()
+            .filter(|e| e.starts_with(".big.npy.") && e.ends_with(".tmp"))
+            .collect()
+    };
+    for (signal, code) in [("INT", Some(130)), ("TERM", Some(143)), ("KILL", None)] {
+        // Large enough that the write takes a while: 8000² bytes.
+        let mut child = Command::new(env!("CARGO_BIN_EXE_clusterlab"))
+            .args([
+                "generate",
+                "--size",
+                "8000",
+                "--p",
+                "0.5",
+                "-q",
+                "-o",
+                s(&out),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait for the temporary to appear: the run is writing.
+        let start = std::time::Instant::now();
+        while temporaries(&d.out).is_empty() {
+            assert!(start.elapsed().as_secs() < 60, "no temporary appeared");
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let killed = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = child.wait().unwrap();
+        if status.success() {
+            // The write finished before the signal: the new output is complete.
+            assert_eq!(std::fs::metadata(&out).unwrap().len(), 8000 * 8000 + 128);
+            continue;
+        }
+        eprintln!("SIG{signal} during the write: {status}");
+        assert_eq!(status.code(), code, "SIG{signal}");
+        assert_eq!(std::fs::read(&out).unwrap(), b"old output", "SIG{signal}");
+        if code.is_some() {
+            assert_eq!(temporaries(&d.out), Vec::<String>::new(), "SIG{signal}");
+        }
+    }
+    // The next run of the same output removes what SIGKILL left, and writes it whole.
+    assert_ok(&run(&[
+        "generate",
+        "--size",
+        "64",
+        "--p",
+        "0.5",
+        "-q",
+        "-o",
+        s(&out),
+    ]));
+    assert_eq!(temporaries(&d.out), Vec::<String>::new());
+    assert_eq!(entries(&d.out), vec!["big.npy".to_string()]);
+}

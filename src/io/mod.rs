@@ -26,7 +26,7 @@ mod npy;
 mod table;
 
 pub use crate::core::lattice::Lattice;
-pub use atomic::write_atomically;
+pub use atomic::{remove_pending_temporaries, write_atomically};
 
 use crate::{Boundary, Connectivity, Error, Labels, Result};
 use atomic::io_error;
