@@ -1036,3 +1036,36 @@ fn signals_in_the_middle_of_a_write_leave_nothing_behind() {
     assert_eq!(temporaries(&d.out), Vec::<String>::new());
     assert_eq!(entries(&d.out), vec!["big.npy".to_string()]);
 }
+
+/// `--compress [LEVEL]`: HDF5 outputs stored with shuffle + deflate in chunks of whole rows, much
+/// smaller on a sparse lattice, and read back exactly.
+#[test]
+fn compressed_hdf5_output() {
+    let d = dirs();
+    let plain = d.out.join("plain.h5");
+    let packed = d.out.join("packed.h5");
+    let lattice = d.out.join("lat.npy");
+    assert_ok(&run(&["generate", "--size", "512", "--p", "0.05", "-q", "-o", s(&lattice)]));
+    assert_ok(&run(&["label", s(&lattice), "-q", "-o", s(&plain)]));
+    assert_ok(&run(&["label", s(&lattice), "-q", "-o", s(&packed), "--compress"]));
+    let (a, b) = (
+        std::fs::metadata(&plain).unwrap().len(),
+        std::fs::metadata(&packed).unwrap().len(),
+    );
+    assert!(b * 4 < a, "compressed {b} bytes, plain {a}");
+    let file = hdf5::File::open(&packed).unwrap();
+    let ds = file.dataset("labels").unwrap();
+    let filters = ds.filters();
+    assert!(
+        filters.contains(&hdf5::filters::Filter::Shuffle)
+            && filters.contains(&hdf5::filters::Filter::Deflate(4)),
+        "{filters:?}"
+    );
+    assert_eq!(ds.chunk().unwrap()[1], 512, "chunks of whole rows");
+    assert_eq!(read_h5::<u32>(&packed, "labels"), read_h5::<u32>(&plain, "labels"));
+    // The lattice reads back through clusterlab's own reader too, and levels are bounded.
+    let back = clusterlab::io::read_lattice(&packed, None).unwrap();
+    assert_eq!(back.dim(), (512, 512));
+    let o = run(&["label", s(&lattice), "-o", s(&packed), "--compress", "10"]);
+    assert_clean_failure(&o, "--compress", &d.input);
+}

@@ -214,3 +214,11 @@ pub fn mode(segments: bool) -> &'static str {
         "occupied sites"
     }
 }
+
+/// The output options of `--compress [LEVEL]`.
+pub fn write_options(compress: Option<u8>) -> clusterlab::io::WriteOptions {
+    match compress {
+        Some(level) => clusterlab::io::WriteOptions::default().compress(level),
+        None => clusterlab::io::WriteOptions::default(),
+    }
+}
