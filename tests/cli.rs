@@ -1045,9 +1045,25 @@ fn compressed_hdf5_output() {
     let plain = d.out.join("plain.h5");
     let packed = d.out.join("packed.h5");
     let lattice = d.out.join("lat.npy");
-    assert_ok(&run(&["generate", "--size", "512", "--p", "0.05", "-q", "-o", s(&lattice)]));
+    assert_ok(&run(&[
+        "generate",
+        "--size",
+        "512",
+        "--p",
+        "0.05",
+        "-q",
+        "-o",
+        s(&lattice),
+    ]));
     assert_ok(&run(&["label", s(&lattice), "-q", "-o", s(&plain)]));
-    assert_ok(&run(&["label", s(&lattice), "-q", "-o", s(&packed), "--compress"]));
+    assert_ok(&run(&[
+        "label",
+        s(&lattice),
+        "-q",
+        "-o",
+        s(&packed),
+        "--compress",
+    ]));
     let (a, b) = (
         std::fs::metadata(&plain).unwrap().len(),
         std::fs::metadata(&packed).unwrap().len(),
@@ -1062,7 +1078,10 @@ fn compressed_hdf5_output() {
         "{filters:?}"
     );
     assert_eq!(ds.chunk().unwrap()[1], 512, "chunks of whole rows");
-    assert_eq!(read_h5::<u32>(&packed, "labels"), read_h5::<u32>(&plain, "labels"));
+    assert_eq!(
+        read_h5::<u32>(&packed, "labels"),
+        read_h5::<u32>(&plain, "labels")
+    );
     // The lattice reads back through clusterlab's own reader too, and levels are bounded.
     let back = clusterlab::io::read_lattice(&packed, None).unwrap();
     assert_eq!(back.dim(), (512, 512));

@@ -20,7 +20,7 @@ pub struct PercolatingCluster {
     pub spans_y: bool,
 }
 
-/// Cluster-size counts and percolation flags without a table ([`CudaAnalyzer::size_counts`]).
+/// Cluster-size counts and percolation flags without a table ([`CudaAnalyzer::size_counts`](super::CudaAnalyzer::size_counts)).
 #[derive(Debug, Clone, PartialEq, Default)]
 pub struct SizeCounts {
     /// The lattice's shape `(height, width)`.
@@ -72,7 +72,7 @@ impl SizeCounts {
         self.percolating.iter().any(|p| p.spans_y)
     }
 
-    /// `n_s` as [`ClusterTable::size_distribution`] gives it: `(s, n_s)` pairs, `n_s` per lattice
+    /// `n_s` as [`ClusterTable::size_distribution`](crate::ClusterTable::size_distribution) gives it: `(s, n_s)` pairs, `n_s` per lattice
     /// site; with `exclude_percolating`, clusters that wrap or span along either axis are left
     /// out.
     pub fn size_distribution(&self, exclude_percolating: bool) -> Vec<(u64, f64)> {
