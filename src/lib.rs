@@ -64,6 +64,7 @@ pub mod plot;
 // Transitional crate-internal paths for modules that still import `crate::lattice` etc.
 use crate::core::{lattice, rule};
 
+pub use crate::core::bonds::PackedBonds;
 pub use crate::core::error::{Error, Result};
 pub use crate::core::labels::Labels;
 pub use crate::core::lattice::{Boundary, Connectivity, SiteValue, MAX_SITES};

@@ -5,6 +5,7 @@
 //! the command line on the front ends.
 
 pub(crate) mod backend;
+pub(crate) mod bonds;
 pub(crate) mod error;
 pub(crate) mod labels;
 pub(crate) mod lattice;
