@@ -58,6 +58,7 @@ pub mod regions;
 
 pub mod generate;
 pub mod io;
+pub mod mc;
 #[cfg(feature = "plot")]
 pub mod plot;
 
