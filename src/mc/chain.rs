@@ -266,3 +266,19 @@ impl Chain {
         self.stream
     }
 }
+
+/// Runs independent chains (e.g. a temperature list) in parallel on rayon's pool, each with its
+/// sink: `sweeps` sweeps, measuring every `every`. Give each chain
+/// [`Parallelism::Sequential`](crate::Parallelism::Sequential) so that the chains, not their
+/// sweeps, share the cores.
+///
+/// # Errors
+/// The first error of any chain (the others run to their end).
+pub fn run_chains<S: Sink + Send>(jobs: &mut [(Chain, S)], sweeps: u64, every: u64) -> Result<()> {
+    use rayon::prelude::*;
+    jobs.par_iter_mut()
+        .map(|(chain, sink)| chain.run(sweeps, every, sink))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect()
+}

@@ -52,16 +52,21 @@ mod measure;
 mod metropolis;
 mod model;
 mod rng;
+mod run_file;
 mod stats;
 mod sw;
 mod wolff;
 
 pub use autocorr::{estimate, tau_int, Estimate, SOKAL_C};
-pub use chain::{Chain, MemorySink, NullSink, Sink, Update};
+pub use chain::{run_chains, Chain, MemorySink, NullSink, Sink, Update};
 pub use measure::Sample;
 pub use metropolis::Metropolis;
 pub use model::{potts_tc, Model, ModelKind, ISING_TC};
 pub use rng::MAX_STREAMS;
+pub use run_file::{
+    checkpoint_path, read_run, run_to_file, ChainSeries, Progress, RunConfig, RunData,
+    MAX_TEMPERATURES, SERIES,
+};
 pub use stats::{summarize, Summary, JACKKNIFE_BLOCKS};
 pub use sw::SwendsenWang;
 pub use wolff::Wolff;
