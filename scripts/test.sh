@@ -7,6 +7,10 @@ cd "$(dirname "$0")/.."
 CLUSTERLAB_NVRTC=1 source scripts/setup.sh
 
 cargo fmt --check
+# The optional features really are optional: the library builds without any of them.
+cargo check --locked --no-default-features
+cargo check --locked --no-default-features --features plot
+cargo check --locked --no-default-features --features cli,hdf5
 cargo clippy --all-targets --locked -- -D warnings
 cargo test --locked
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked

@@ -4,7 +4,7 @@
 //! method is unreachable and front ends need no `cfg` of their own.
 
 use crate::core::backend::LabelBackend;
-use crate::regions::{Criterion, Plan, Sample};
+use crate::core::region::{Criterion, Plan, Sample};
 use crate::{Boundary, ClusterTable, Connectivity, Error, Labels, Result, SiteValue};
 use ndarray::ArrayView2;
 
@@ -24,9 +24,6 @@ impl CudaDevice {
         Err(Error::CudaUnavailable(NO_CUDA.into()))
     }
     pub(crate) fn name(&self) -> String {
-        match self.0 {}
-    }
-    pub(crate) fn ordinal(&self) -> usize {
         match self.0 {}
     }
     pub(crate) fn label_backend(&self) -> Result<Box<dyn LabelBackend + Send>> {

@@ -214,3 +214,17 @@ impl Labeler {
 fn rows_contiguous(strides: &[isize], w: usize) -> bool {
     w <= 1 || strides[1] == 1
 }
+
+impl crate::core::lattice::Lattice {
+    /// Labels the lattice with `labeler`, whatever its site type.
+    ///
+    /// # Errors
+    /// As [`Labeler::label`].
+    pub fn label_with(&self, labeler: &mut Labeler) -> Result<Labels> {
+        match self {
+            Self::U8(a) => labeler.label(a.view()),
+            Self::U16(a) => labeler.label(a.view()),
+            Self::U32(a) => labeler.label(a.view()),
+        }
+    }
+}

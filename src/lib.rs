@@ -38,9 +38,10 @@
 
 #![warn(missing_docs)]
 
-// Layers, bottom up; each imports only from the ones above it in this list:
-// core ← backends (cpu, cuda) ← device ← front ends (labeler, analysis, regions)
-// ← I/O, generate, plot ← the binary.
+// Layers, bottom up; each imports only from the layers before it:
+// core (lattice, options, labels, error, bits, rule, region) ← measure (the cluster table and
+// the host logic both backends share) ← backends (cpu, cuda) ← device (the one CPU/GPU seam)
+// ← front ends (labeler, analysis, regions) ← I/O, generate, plot ← the binary.
 mod core;
 mod cpu;
 #[cfg(feature = "cuda")]
@@ -51,6 +52,7 @@ pub mod cuda;
 #[path = "cuda_off.rs"]
 mod cuda;
 mod device;
+mod measure;
 
 pub mod analysis;
 mod labeler;
@@ -70,10 +72,12 @@ pub use crate::core::error::{Error, Result};
 pub use crate::core::labels::Labels;
 pub use crate::core::lattice::{Boundary, Connectivity, SiteValue, MAX_SITES};
 pub use crate::core::options::{Algorithm, Backend, Options, Parallelism, MAX_THREADS};
-pub use analysis::{
-    analyze, Analyzer, ClusterRow, ClusterTable, LatticeStats, Measures, Percolating,
-};
+pub use analysis::{analyze, measure, Analyzer};
 pub use labeler::Labeler;
+pub use measure::size_distribution::SizeDistribution;
+pub use measure::stats::{LatticeStats, Percolating};
+pub use measure::table::{ClusterRow, ClusterTable};
+pub use measure::Measures;
 pub use regions::{region_from_seeds, Criterion, Reference, RegionGrower};
 
 use ndarray::ArrayView2;

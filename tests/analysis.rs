@@ -4,7 +4,7 @@
 mod analysis_common;
 
 use analysis_common::{Oracle, Row};
-use clusterlab::analysis::{CSV_HEADER, CSV_HEADER_SHAPE};
+use clusterlab::analysis::{columns, ColumnType, COLUMNS, CSV_HEADER, CSV_HEADER_SHAPE};
 use clusterlab::generate::percolation;
 use clusterlab::{
     analyze, label, Analyzer, Boundary, ClusterTable, Connectivity, Measures, Parallelism,
@@ -453,6 +453,57 @@ fn csv_and_hdf5_outputs() {
     assert_eq!(entries.len(), 2);
 }
 
+/// Every output column, found by its registry name, against the oracle: the CSV cells of every
+/// row and the HDF5 datasets (their presence, type and length), for both kinds of table.
+#[test]
+fn outputs_follow_the_column_registry() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut rng = StdRng::seed_from_u64(17);
+    let values = random(9, 11, 0.55, 1, &mut rng);
+    let occ = values.mapv(|v| u8::from(v != 0));
+    for b in BOUNDARIES {
+        let want = Oracle::new(values.view(), Connectivity::Four, b, false).table();
+        for m in [Measures::All, Measures::Shape] {
+            let t = Analyzer::new(Connectivity::Four, b)
+                .measures(m)
+                .analyze(occ.view())
+                .unwrap();
+            let csv = t.to_csv();
+            let mut lines = csv.lines();
+            let header: Vec<&str> = lines.next().unwrap().split(',').collect();
+            let names: Vec<&str> = columns(m).map(|c| c.name).collect();
+            assert_eq!(header, names, "{b:?} {m:?}");
+            for (i, line) in lines.enumerate() {
+                let cells: Vec<&str> = line.split(',').collect();
+                assert_eq!(cells.len(), names.len());
+                for (name, cell) in names.iter().zip(cells) {
+                    let got: f64 = cell.parse().unwrap();
+                    let w = want[i].column(name, i as u32 + 1).unwrap();
+                    assert!(close(got, w), "{b:?} {m:?} row {i} {name}: {got} vs {w}");
+                }
+            }
+            let h5 = dir.path().join("t.h5");
+            t.write_hdf5(&h5).unwrap();
+            let f = hdf5::File::open(&h5).unwrap();
+            let g = f.group("clusters").unwrap();
+            assert_eq!(g.member_names().unwrap().len(), names.len());
+            for c in COLUMNS {
+                let ds = g.dataset(c.name);
+                assert_eq!(ds.is_ok(), c.in_table(m), "{} in a {m:?} table", c.name);
+                let Ok(ds) = ds else { continue };
+                assert_eq!(ds.size(), t.count(), "{}", c.name);
+                let size = ds.dtype().unwrap().size();
+                let want_size = match c.dtype {
+                    ColumnType::U32 => 4,
+                    ColumnType::Flag => 1,
+                    _ => 8,
+                };
+                assert_eq!(size, want_size, "{}", c.name);
+            }
+        }
+    }
+}
+
 #[test]
 fn errors_are_typed() {
     let a = Array2::<u8>::zeros((3, 3));
@@ -591,4 +642,50 @@ fn cli_analyze_segments_and_errors() {
     // Missing input.
     let out = clusterlab(&["analyze", s(&dir.path().join("nope.npy"))]);
     assert!(!out.status.success());
+}
+
+/// `measure` on labels made elsewhere: on an occupancy lattice's own labels it gives the table
+/// of `analyze` (clusters of different labels never touch there, so segment mode's "outside" is
+/// the empty sites); renumbering the labels permutes the rows; a label in two pieces, or labels
+/// with a gap, are refused by name.
+#[test]
+fn measure_takes_labels_made_elsewhere() {
+    use clusterlab::{label, measure, Error};
+    let mut rng = StdRng::seed_from_u64(77);
+    for (c, b) in [
+        (Connectivity::Four, Boundary::Open),
+        (Connectivity::Eight, Boundary::Periodic),
+        (Connectivity::Four, Boundary::PeriodicX),
+    ] {
+        let lattice = Array2::from_shape_fn((41, 37), |_| u8::from(rng.random::<f64>() < 0.55));
+        let want = analyze(lattice.view(), c, b).unwrap();
+        let labels = label(lattice.view(), c, b).unwrap();
+        let mut got = measure(labels.array().view(), c, b).unwrap();
+        assert!(got.segments);
+        got.segments = false;
+        assert_eq!(got, want, "{c:?} {b:?}");
+
+        // Labels renumbered in reverse: row i of the table is label i + 1.
+        let n = labels.count() as u32;
+        let reversed = labels.array().mapv(|l| if l == 0 { 0 } else { n + 1 - l });
+        let table = measure(reversed.view(), c, b).unwrap();
+        for i in 0..n as usize {
+            assert_eq!(table.size[i], want.size[n as usize - 1 - i]);
+            assert_eq!(table.x_min[i], want.x_min[n as usize - 1 - i]);
+            assert_eq!(
+                table.filled_area.as_ref().unwrap()[i],
+                want.filled_area.as_ref().unwrap()[n as usize - 1 - i]
+            );
+        }
+    }
+    let split = ndarray::array![[1u32, 0, 1], [0, 0, 0], [2, 2, 0]];
+    let e = measure(split.view(), Connectivity::Four, Boundary::Open).unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArgument(_))
+            && e.to_string().contains("label 1 is not connected"),
+        "{e}"
+    );
+    let gap = ndarray::array![[1u32, 0, 3]];
+    let e = measure(gap.view(), Connectivity::Four, Boundary::Open).unwrap_err();
+    assert!(e.to_string().contains("without gaps"), "{e}");
 }

@@ -649,3 +649,214 @@ fn backend_cuda_without_a_gpu_is_a_one_line_error() {
     assert!(String::from_utf8_lossy(&auto.stdout).contains("cpu"));
     assert!(run("tpu").status.code() == Some(2));
 }
+
+/// The three cases of the hardening issue, each an immediate one-line error: an argument that
+/// only shapes a chart, an oversized header (read from the header, not the data), and a thread
+/// count that would start 100,000 threads.
+#[test]
+fn arguments_are_bounded_before_any_work() {
+    let d = dirs();
+    let started = std::time::Instant::now();
+    let png = d.out.join("ns.png");
+    let o = run(&[
+        "plot",
+        "--size",
+        "16",
+        "--p",
+        "0.5",
+        "--bins-per-decade",
+        "4294967295",
+        "-o",
+        s(&png),
+    ]);
+    assert_clean_failure(&o, "bins-per-decade", &d.out);
+    let o = run(&[
+        "plot",
+        "--size",
+        "16",
+        "--p",
+        "0.5",
+        "--title",
+        &"t".repeat(201),
+    ]);
+    assert_clean_failure(&o, "200 characters", &d.out);
+
+    let input = d.input.join("lattice.npy");
+    write_npy(&input, &Array2::<u8>::ones((3, 3))).unwrap();
+    for sub in ["label", "analyze"] {
+        let o = run(&[sub, s(&input), "-o", s(&d.out.join("l.h5")), "-j", "100000"]);
+        assert_clean_failure(&o, "4096", &d.out);
+        assert!(stderr(&o).contains("cores"), "{}", stderr(&o));
+    }
+
+    // A header claiming 70000 × 70000 on a sparse file of 4.9 GB.
+    let big = d.input.join("big.npy");
+    let dict = "{'descr': '|u1', 'fortran_order': False, 'shape': (70000, 70000), }";
+    let mut header = b"\x93NUMPY\x01\x00".to_vec();
+    let pad = (64 - (10 + dict.len() + 1) % 64) % 64;
+    header.extend_from_slice(&((dict.len() + pad + 1) as u16).to_le_bytes());
+    header.extend_from_slice(dict.as_bytes());
+    header.extend(std::iter::repeat_n(b' ', pad));
+    header.push(b'\n');
+    let file = std::fs::File::create(&big).unwrap();
+    file.set_len(header.len() as u64 + 70000 * 70000).unwrap();
+    let mut f = std::fs::OpenOptions::new().write(true).open(&big).unwrap();
+    std::io::Write::write_all(&mut f, &header).unwrap();
+    drop(f);
+    let o = run(&["label", s(&big), "-o", s(&d.out.join("l.npy"))]);
+    assert_clean_failure(&o, "too large", &d.out);
+    // Every case above in well under a second each (no work was started).
+    assert!(
+        started.elapsed().as_secs_f64() < 10.0,
+        "{:?}",
+        started.elapsed()
+    );
+}
+
+/// Every numeric argument just outside its documented range is an immediate one-line error
+/// that names it, and its bounds are in `--help`.
+#[test]
+fn every_numeric_argument_is_bounded() {
+    let d = dirs();
+    let input = d.input.join("lattice.npy");
+    write_npy(&input, &Array2::<u8>::ones((3, 3))).unwrap();
+    let lat = s(&input).to_string();
+    let npy = s(&d.out.join("l.npy")).to_string();
+    let png = s(&d.out.join("p.png")).to_string();
+    let gen = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["generate", "--size", "8", "--p", "0.5", "-o", &npy]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        v.extend(extra.iter().map(|x| x.to_string()));
+        v
+    };
+    let plot = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["plot", "--size", "8", "--p", "0.5", "-o", &png]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        v.extend(extra.iter().map(|x| x.to_string()));
+        v
+    };
+    let label = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["label", &lat, "-o", &npy]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        v.extend(extra.iter().map(|x| x.to_string()));
+        v
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "generate".into(),
+                "--size".into(),
+                "0".into(),
+                "--p".into(),
+                "0.5".into(),
+                "-o".into(),
+                npy.clone(),
+            ],
+            "--size",
+        ),
+        (
+            vec![
+                "generate".into(),
+                "--size".into(),
+                "65536x65536".into(),
+                "--p".into(),
+                "0.5".into(),
+                "-o".into(),
+                npy.clone(),
+            ],
+            "too large",
+        ),
+        (
+            vec![
+                "generate".into(),
+                "--size".into(),
+                "8".into(),
+                "--p".into(),
+                "-0.1".into(),
+                "-o".into(),
+                npy.clone(),
+            ],
+            "probability",
+        ),
+        (
+            vec![
+                "generate".into(),
+                "--size".into(),
+                "8".into(),
+                "--p".into(),
+                "1.01".into(),
+                "-o".into(),
+                npy.clone(),
+            ],
+            "probability",
+        ),
+        (gen(&["--grain", "0"]), "--grain"),
+        (gen(&["--grain", "65537"]), "--grain"),
+        (gen(&["--seed", "4294967296"]), "--seed"),
+        (label(&["--threads", "0"]), "--threads"),
+        (label(&["--threads", "4097"]), "--threads"),
+        (plot(&["--samples", "0"]), "--samples"),
+        (plot(&["--samples", "1000000001"]), "--samples"),
+        (plot(&["--bins-per-decade", "101"]), "--bins-per-decade"),
+        (plot(&["--tau", "0"]), "--tau"),
+        (plot(&["--tau", "10.5"]), "--tau"),
+        (plot(&["--chart", "15x600"]), "--chart"),
+        (plot(&["--chart", "800x16385"]), "--chart"),
+        (plot(&["--kind", "labels", "--max-side", "0"]), "--max-side"),
+        (plot(&["--kind", "labels", "--scale", "16385"]), "--scale"),
+    ];
+    for (args, needle) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let start = std::time::Instant::now();
+        let o = run(&args);
+        assert_clean_failure(&o, needle, &d.out);
+        assert!(start.elapsed().as_secs_f64() < 2.0, "{args:?}");
+    }
+    // The bounds are documented.
+    let help = stdout(&run(&["generate", "--help"]));
+    assert!(
+        help.contains("65536") && help.contains("4294967295"),
+        "{help}"
+    );
+    let help = stdout(&run(&["plot", "--help"]));
+    for text in [
+        "1000000000",
+        "from 0 to 100",
+        "at most 10",
+        "16384",
+        "200 characters",
+    ] {
+        assert!(help.contains(text), "plot --help lacks {text}");
+    }
+    let help = stdout(&run(&["label", "--help"]));
+    assert!(help.contains("4096"), "{help}");
+    // At the bounds, accepted: --p 0 and 1, --grain 1, --tau 10, --bins-per-decade 100.
+    for extra in [&["--p", "0"][..], &["--p", "1", "--grain", "1"][..]] {
+        let mut v = vec!["generate", "--size", "4", "-o", &npy, "-q"];
+        v.extend_from_slice(extra);
+        if !v.contains(&"--p") {
+            v.extend_from_slice(&["--p", "0.5"]);
+        }
+        assert_ok(&run(&v));
+    }
+    assert_ok(&run(&[
+        "plot",
+        "--size",
+        "8",
+        "--p",
+        "0.5",
+        "-o",
+        &png,
+        "--tau",
+        "10",
+        "--bins-per-decade",
+        "100",
+        "-q",
+    ]));
+}

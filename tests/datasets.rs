@@ -144,3 +144,39 @@ fn every_dataset_has_open_and_periodic_rows_for_both_connectivities() {
     };
     assert!(wrap(Boundary::Periodic) < wrap(Boundary::Open));
 }
+
+/// Compressed HDF5 as h5py writes simulation output (`datasets/make_filtered_h5.py`): every
+/// filter built into clusterlab reads back the lattice exactly, with nothing installed beside.
+#[test]
+fn compressed_hdf5_files_read_as_written() {
+    let want: Array2<u8> = read_npy(dir().join("percolation_128_pc.npy")).unwrap();
+    for name in [
+        "gzip",
+        "shuffle_gzip",
+        "fletcher32",
+        "lzf",
+        "blosc_lz4",
+        "blosc_zstd",
+    ] {
+        let path = dir().join(format!("filtered_{name}.h5"));
+        match clusterlab::io::read_lattice(&path, None) {
+            Ok(clusterlab::io::Lattice::U8(got)) => assert_eq!(got, want, "{name}"),
+            other => panic!("{name}: {other:?}"),
+        }
+    }
+}
+
+/// A filter that is not built in (bzip2, id 307) is a typed error that names it and says what
+/// to do, not the HDF5 library's message about a plugin folder.
+#[test]
+fn a_missing_hdf5_filter_is_named() {
+    let path = dir().join("filtered_bzip2.h5");
+    let e = clusterlab::io::read_lattice(&path, None).unwrap_err();
+    let text = e.to_string();
+    assert!(matches!(e, clusterlab::Error::BadInput { .. }), "{e}");
+    assert!(text.contains("bzip2") && text.contains("307"), "{text}");
+    assert!(
+        text.contains("h5repack") && !text.contains("plugin"),
+        "{text}"
+    );
+}

@@ -12,8 +12,8 @@
 mod common;
 
 use clusterlab::cuda::{cuda_available, CudaLabeler, Numbering};
-use common::battery::{raw_from_canonical, BOUNDARIES, CONNECTIVITIES};
 use clusterlab::{Algorithm, Boundary, Connectivity, Error, Labeler};
+use common::battery::{raw_from_canonical, BOUNDARIES, CONNECTIVITIES};
 use ndarray::Array2;
 use rand::rngs::StdRng;
 use rand::{RngExt, SeedableRng};

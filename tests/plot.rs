@@ -194,6 +194,15 @@ fn is_edge(e: u64, b: u32) -> bool {
 // ---------------------------------------------------------------------------------------------
 // n_s
 
+/// `clusterlab::plot::SizeDistribution` is the crate's one n_s type, not a copy.
+#[test]
+fn plot_uses_the_crate_n_s_type() {
+    let mut d: clusterlab::SizeDistribution = SizeDistribution::new();
+    d.add_sizes([2, 2], 8);
+    let same: &clusterlab::analysis::SizeDistribution = &d;
+    assert_eq!(same.ns(), vec![(2, 0.25)]);
+}
+
 #[test]
 fn size_distribution_matches_the_oracle() {
     // Shapes from 1x1 to widths around 32 and 64, every density, both connectivities, every

@@ -111,49 +111,26 @@
 //! Sums of coordinates and of their squares are exact integers (the squares in 96 bits); the
 //! centroid and the radius of gyration are computed from them in `f64` at the end.
 
-mod accum;
-mod filled;
 #[cfg(feature = "cuda")]
-pub(crate) mod gpu;
-mod output;
-mod scan;
-mod stats;
-mod table;
-mod wrapping;
+pub use crate::cuda::{CudaAnalyzer, PercolatingCluster, SizeCounts};
+mod measure;
 
-#[cfg(not(feature = "cuda"))]
-use crate::cuda::CudaAnalyzer;
-#[cfg(feature = "cuda")]
-pub use gpu::{CudaAnalyzer, PercolatingCluster, SizeCounts};
-pub use output::{CSV_HEADER, CSV_HEADER_SHAPE};
-pub use stats::{LatticeStats, Percolating};
-pub use table::{ClusterRow, ClusterTable};
-
-use crate::core::lattice::check_size;
-use crate::cpu::pool::CpuPool;
-use crate::device::Device;
-use crate::{
-    Backend, Boundary, Connectivity, Labeler, Labels, Options, Parallelism, Result, SiteValue,
+pub use crate::measure::columns::{
+    columns, Column, ColumnType, COLUMNS, CSV_HEADER, CSV_HEADER_SHAPE,
 };
-use accum::{run_jobs, scan_labels, split_owned, strip_rows, Merge, Sink};
-use filled::Dominance;
-use ndarray::{Array2, ArrayView2, Zip};
-use rayon::prelude::*;
-use scan::{Grid, HullRule, Moments, Perimeter, StripScratch, StripSinks};
-use table::Builder;
-use wrapping::Joined;
+pub use crate::measure::size_distribution::{SizeBin, SizeDistribution};
+pub use crate::measure::stats::{LatticeStats, Percolating};
+pub use crate::measure::table::{ClusterRow, ClusterTable};
+pub use crate::measure::Measures;
+pub use measure::measure;
 
-/// Which columns to compute.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub enum Measures {
-    /// Every column (the default).
-    #[default]
-    All,
-    /// Size, bounding box, centroid, radius of gyration, wrapping and spanning: no perimeters,
-    /// no filled area (the complement is not labeled). The columns OpenCV's
-    /// `connectedComponentsWithStats` gives, and a bit more.
-    Shape,
-}
+use crate::core::backend::LabelBackend;
+use crate::cpu::analysis::CpuAnalysis;
+use crate::cpu::pool::CpuPool;
+use crate::cuda::CudaAnalyzer as GpuAnalyzer;
+use crate::device::Device;
+use crate::{Backend, Boundary, Connectivity, Labels, Options, Parallelism, Result, SiteValue};
+use ndarray::ArrayView2;
 
 /// Analyzes the clusters of an occupancy lattice (nonzero = occupied) with every measure.
 ///
@@ -172,7 +149,7 @@ pub enum Measures {
 /// ```
 ///
 /// # Errors
-/// [`Error::TooManySites`] beyond [`MAX_SITES`](crate::MAX_SITES) sites.
+/// [`Error::TooManySites`](crate::Error::TooManySites) beyond [`MAX_SITES`](crate::MAX_SITES) sites.
 pub fn analyze(
     lattice: ArrayView2<'_, u8>,
     connectivity: Connectivity,
@@ -204,40 +181,13 @@ pub struct Analyzer {
     device: Device,
     /// The threads of the CPU passes (also with a GPU device).
     pool: CpuPool,
-    /// The lattice's and the complement's labelers (open boundaries), built on first use from
-    /// `options` and `device`, so that the builder methods may come in any order.
-    labelers: Option<(Labeler, Labeler)>,
-    /// Final labels of the last call.
-    labels: Array2<u32>,
-    count: usize,
-    /// Open-boundary pieces (periodic lattices).
-    pieces: Array2<u32>,
-    /// The complement (1 where the lattice is zero) and its labels.
-    complement: Array2<u8>,
-    empties: Array2<u32>,
-    empty_pieces: Array2<u32>,
-    joined: Joined,
-    joined_empties: Joined,
-    strips: Vec<StripScratch>,
-    dominance: Dominance,
-    buffers: Buffers,
+    /// The labeling backend of the lattice and its complement (open boundaries), built on
+    /// first use from `options` and `device`, so that the builder methods may come in any order.
+    labeler: Option<Box<dyn LabelBackend + Send>>,
+    /// The CPU measuring passes and their buffers.
+    cpu: CpuAnalysis,
     /// The GPU analyzer for [`Measures::Shape`] of occupancy lattices, on a GPU device.
-    gpu: Option<CudaAnalyzer>,
-}
-
-/// Per-label arrays, kept between calls.
-#[derive(Default)]
-struct Buffers {
-    first_p: Vec<u32>,
-    first_c: Vec<u32>,
-    first_e: Vec<u32>,
-    edge_e: Vec<bool>,
-    parent_e: Vec<u32>,
-    moments: Vec<Moments>,
-    perimeter: Vec<Perimeter>,
-    empty_sizes: Vec<u64>,
-    hull: Vec<u64>,
-    sums: Vec<table::Sums>,
+    gpu: Option<GpuAnalyzer>,
 }
 
 impl Analyzer {
@@ -249,18 +199,8 @@ impl Analyzer {
             measures: Measures::All,
             device: Device::Cpu(CpuPool::new(Parallelism::Rayon)),
             pool: CpuPool::new(Parallelism::Rayon),
-            labelers: None,
-            labels: Array2::zeros((0, 0)),
-            count: 0,
-            pieces: Array2::zeros((0, 0)),
-            complement: Array2::zeros((0, 0)),
-            empties: Array2::zeros((0, 0)),
-            empty_pieces: Array2::zeros((0, 0)),
-            joined: Joined::default(),
-            joined_empties: Joined::default(),
-            strips: Vec::new(),
-            dominance: Dominance::default(),
-            buffers: Buffers::default(),
+            labeler: None,
+            cpu: CpuAnalysis::default(),
             gpu: None,
         }
     }
@@ -279,7 +219,7 @@ impl Analyzer {
         self.options.backend = backend;
         let device = Device::resolve(&self.options)?;
         self.gpu = match &device {
-            Device::Cuda(d) => match CudaAnalyzer::on(d, self.connectivity(), self.boundary()) {
+            Device::Cuda(d) => match GpuAnalyzer::on(d, self.connectivity(), self.boundary()) {
                 Ok(g) => Some(g),
                 Err(e) if backend != Backend::Auto => return Err(e),
                 Err(_) => None,
@@ -291,7 +231,7 @@ impl Analyzer {
         } else {
             Device::Cpu(CpuPool::new(self.options.parallelism))
         };
-        self.labelers = None;
+        self.labeler = None;
         Ok(self)
     }
 
@@ -300,36 +240,20 @@ impl Analyzer {
         self.device.name()
     }
 
-    /// The lattice's and the complement's labelers, built for the current options on first use:
-    /// on the GPU when the device is one, on this analyzer's threads otherwise.
-    fn ensure_labelers(&mut self) -> Result<()> {
-        if self.labelers.is_none() {
-            let open = Options {
-                boundary: Boundary::Open,
-                // The labelers run inside this analyzer's threads.
-                parallelism: match self.options.parallelism {
-                    Parallelism::Sequential => Parallelism::Sequential,
-                    _ => Parallelism::Rayon,
-                },
-                ..self.options
+    /// The labeling backend, built for the current options on first use: the GPU's when the
+    /// device is one, else the CPU's running inside this analyzer's threads.
+    fn ensure_labeler(&mut self) -> Result<()> {
+        if self.labeler.is_none() {
+            let inner = match self.options.parallelism {
+                Parallelism::Sequential => Parallelism::Sequential,
+                _ => Parallelism::Rayon,
             };
-            let dual = Options {
-                connectivity: dual(self.options.connectivity),
-                segments: false,
-                ..open
-            };
-            let make = |options: Options| -> Result<Labeler> {
-                let labeler = Labeler::new(options.connectivity, options.boundary)
-                    .segments(options.segments)
-                    .parallelism(options.parallelism);
-                match &self.device {
-                    Device::Cuda(d) => labeler.backend(Backend::Cuda {
-                        device: d.ordinal(),
-                    }),
-                    Device::Cpu(_) => Ok(labeler),
-                }
-            };
-            self.labelers = Some((make(open)?, make(dual)?));
+            self.labeler = Some(
+                self.device
+                    .clone()
+                    .with_parallelism(inner)
+                    .label_backend()?,
+            );
         }
         Ok(())
     }
@@ -338,7 +262,7 @@ impl Analyzer {
     /// site of another segment is outside a segment for the perimeters.
     pub fn segments(mut self, segments: bool) -> Self {
         self.options.segments = segments;
-        self.labelers = None;
+        self.labeler = None;
         self
     }
 
@@ -356,7 +280,7 @@ impl Analyzer {
         self.options.parallelism = parallelism;
         self.device = self.device.with_parallelism(parallelism);
         self.pool = CpuPool::new(parallelism);
-        self.labelers = None;
+        self.labeler = None;
         self
     }
 
@@ -374,29 +298,40 @@ impl Analyzer {
     /// site, as [`label`](crate::label) gives them; empty before the first call, and after a
     /// GPU [`Measures::Shape`] [`Analyzer::analyze`], which writes no label image: use
     /// [`Analyzer::analyze_labeled`] there).
-    pub fn labels(&self) -> ndarray::ArrayView2<'_, u32> {
-        self.labels.view()
+    pub fn labels(&self) -> ArrayView2<'_, u32> {
+        self.cpu.labels()
     }
 
     /// The cluster table of `lattice` (nonzero = occupied, or segment values).
     ///
     /// # Errors
-    /// [`Error::TooManySites`] beyond [`MAX_SITES`](crate::MAX_SITES) sites,
-    /// [`Error::InvalidArgument`] for a thread count of 0 or threads that cannot be started.
+    /// [`Error::TooManySites`](crate::Error::TooManySites) beyond [`MAX_SITES`](crate::MAX_SITES) sites,
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a thread count of 0 or threads that cannot be started.
     pub fn analyze<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<ClusterTable> {
         if let Some(g) = self.gpu_shape() {
             let table = g.analyze(lattice)?;
-            self.labels = Array2::zeros((0, 0));
-            self.count = 0;
+            self.cpu.clear_labels();
             return Ok(table);
         }
+        // The backends take contiguous rows.
+        let copy;
+        let lattice = if lattice.ncols() <= 1 || lattice.strides()[1] == 1 {
+            lattice
+        } else {
+            copy = lattice.as_standard_layout().into_owned();
+            copy.view()
+        };
         let pool = self.pool.clone();
         let parallel = pool.parallel();
-        pool.install(|_| self.run(lattice, parallel))?
+        let (options, measures) = (self.options, self.measures);
+        self.ensure_labeler()?;
+        let labeler = self.labeler.as_deref_mut().expect("ensured above");
+        let cpu = &mut self.cpu;
+        pool.install(|_| cpu.run(lattice, &options, measures, parallel, labeler))?
     }
 
     /// The GPU analyzer when it computes the whole table.
-    fn gpu_shape(&mut self) -> Option<&mut CudaAnalyzer> {
+    fn gpu_shape(&mut self) -> Option<&mut GpuAnalyzer> {
         if self.measures == Measures::Shape && !self.options.segments {
             self.gpu.as_mut()
         } else {
@@ -414,396 +349,10 @@ impl Analyzer {
     ) -> Result<(ClusterTable, Labels)> {
         if let Some(g) = self.gpu_shape() {
             let (table, labels) = g.analyze_labeled(lattice)?;
-            self.labels = labels.array.clone();
-            self.count = labels.count;
+            self.cpu.set_labels(&labels);
             return Ok((table, labels));
         }
         let table = self.analyze(lattice)?;
-        let labels = Labels {
-            array: self.labels.clone(),
-            count: self.count,
-        };
-        Ok((table, labels))
-    }
-
-    /// Analyzes on the current rayon pool when `parallel`, else on this thread alone.
-    fn run<T: SiteValue>(
-        &mut self,
-        lattice: ArrayView2<'_, T>,
-        parallel: bool,
-    ) -> Result<ClusterTable> {
-        let (h, w) = lattice.dim();
-        check_size(h, w)?;
-        let Options {
-            connectivity,
-            boundary,
-            segments,
-            ..
-        } = self.options;
-        let measures = self.measures;
-        let full = measures == Measures::All;
-        let periodic = boundary != Boundary::Open;
-        for a in [
-            &mut self.labels,
-            &mut self.pieces,
-            &mut self.empties,
-            &mut self.empty_pieces,
-        ] {
-            if a.dim() != (h, w) {
-                *a = Array2::zeros((h, w));
-            }
-        }
-        if h == 0 || w == 0 {
-            self.count = 0;
-            return Ok(ClusterTable::empty(
-                (h, w),
-                connectivity,
-                boundary,
-                segments,
-                measures,
-            ));
-        }
-
-        // 1. Clusters: pieces with open boundaries, joined across periodic edges by winding.
-        self.ensure_labelers()?;
-        let (labeler, dual_labeler) = self.labelers.as_mut().expect("ensured above");
-        let npieces = labeler.label_into(lattice, self.pieces.view_mut())?;
-        let count = if periodic {
-            let rule = |a: (usize, usize), b: (usize, usize)| {
-                let (va, vb) = (lattice[a], lattice[b]);
-                va.is_occupied() && vb.is_occupied() && (!segments || va == vb)
-            };
-            self.joined
-                .join(self.pieces.view(), npieces, connectivity, boundary, rule);
-            relabel(parallel, &self.pieces, &mut self.labels, &self.joined.map);
-            self.joined.count
-        } else {
-            std::mem::swap(&mut self.pieces, &mut self.labels);
-            npieces
-        };
-        self.count = count;
-
-        // 2. The complement, labeled with the dual connectivity.
-        let mut nempty = 0;
-        if full {
-            if self.complement.dim() != (h, w) {
-                self.complement = Array2::zeros((h, w));
-            }
-            let invert = |mut c: ndarray::ArrayViewMut1<'_, u8>, l: ndarray::ArrayView1<'_, T>| {
-                c.iter_mut()
-                    .zip(l.iter())
-                    .for_each(|(c, &v)| *c = u8::from(!v.is_occupied()));
-            };
-            let zip = Zip::from(self.complement.rows_mut()).and(lattice.rows());
-            if parallel {
-                zip.par_for_each(invert);
-            } else {
-                zip.for_each(invert);
-            }
-            let np =
-                dual_labeler.label_into(self.complement.view(), self.empty_pieces.view_mut())?;
-            nempty = if periodic {
-                let comp = &self.complement;
-                let rule = |a: (usize, usize), b: (usize, usize)| comp[a] != 0 && comp[b] != 0;
-                self.joined_empties.join(
-                    self.empty_pieces.view(),
-                    np,
-                    dual(connectivity),
-                    boundary,
-                    rule,
-                );
-                relabel(
-                    parallel,
-                    &self.empty_pieces,
-                    &mut self.empties,
-                    &self.joined_empties.map,
-                );
-                self.joined_empties.count
-            } else {
-                std::mem::swap(&mut self.empty_pieces, &mut self.empties);
-                np
-            };
-        }
-
-        // 3. Strips, first sites and each strip's largest label.
-        let threads = if parallel {
-            rayon::current_num_threads()
-        } else {
-            1
-        };
-        let rows = strip_rows(h, threads);
-        self.strips.resize_with(rows.len(), StripScratch::default);
-        let labels = self.labels.as_slice().expect("standard layout");
-        let piece_labels = if periodic {
-            self.pieces.as_slice().expect("standard layout")
-        } else {
-            labels
-        };
-        let buf = &mut self.buffers;
-        // First sites are needed for the filled areas only, and each strip's largest label only
-        // when there are several strips.
-        let max_p = if full || rows.len() > 1 {
-            scan_labels(parallel, piece_labels, w, &rows, npieces, &mut buf.first_p)
-        } else {
-            vec![npieces as u32]
-        };
-        let max_c = if periodic && full {
-            scan_labels(parallel, labels, w, &rows, count, &mut buf.first_c)
-        } else {
-            max_p.clone()
-        };
-        let first_c: &[u32] = if periodic { &buf.first_c } else { &buf.first_p };
-        let empties = full.then(|| self.empties.as_slice().expect("standard layout"));
-        let max_e = match empties {
-            Some(e) => scan_labels(parallel, e, w, &rows, nempty, &mut buf.first_e),
-            None => vec![0; rows.len()],
-        };
-        let first_e = &buf.first_e;
-        let tree = full && !periodic && !segments;
-        let (edge_e, parent_e) = (&mut buf.edge_e, &mut buf.parent_e);
-        if tree {
-            let e = empties.expect("full");
-            edge_e.clear();
-            edge_e.resize(nempty + 1, false);
-            for_each_edge_site(h, w, true, true, |i| edge_e[e[i] as usize] = true);
-            // The cluster above each region's first site encloses it.
-            parent_e.clear();
-            parent_e.extend((0..=nempty).map(|r| {
-                if r == 0 || edge_e[r] {
-                    scan::NO_PARENT
-                } else {
-                    labels[first_e[r] as usize - w]
-                }
-            }));
-        }
-
-        // 4. The pass.
-        let grid = Grid {
-            h,
-            w,
-            wraps_x: boundary.wraps_x(),
-            wraps_y: boundary.wraps_y(),
-            eight: connectivity == Connectivity::Eight,
-            segments,
-            labels,
-            empties,
-            clusters: count as u32,
-        };
-        let moments = &mut buf.moments;
-        moments.clear();
-        moments.resize(npieces + 1, Moments::EMPTY);
-        let perimeter = &mut buf.perimeter;
-        perimeter.clear();
-        perimeter.resize(if full { count + 1 } else { 0 }, Perimeter::EMPTY);
-        let empty_sizes = &mut buf.empty_sizes;
-        empty_sizes.clear();
-        empty_sizes.resize(if full { nempty + 1 } else { 0 }, 0);
-        let hull_rule = if tree {
-            HullRule::Tree { parent: parent_e }
-        } else {
-            HullRule::Later
-        };
-        let want_edges = full && !tree;
-        {
-            let parts_m = split_owned(moments, &max_p);
-            let mut parts_p = if full {
-                split_owned(perimeter, &max_c)
-            } else {
-                Vec::new()
-            };
-            let mut parts_e = if full {
-                split_owned(empty_sizes, &max_e)
-            } else {
-                Vec::new()
-            };
-            let mut jobs = Vec::with_capacity(rows.len());
-            let mut it_p = parts_p.drain(..);
-            let mut it_e = parts_e.drain(..);
-            for ((r, m), s) in rows.iter().zip(parts_m).zip(self.strips.iter_mut()) {
-                jobs.push((r.clone(), m, it_p.next(), it_e.next(), s));
-            }
-            run_jobs(parallel, jobs, |(r, m, p, e, s)| {
-                s.clear();
-                let StripScratch { spills, work } = s;
-                let mut sinks = StripSinks {
-                    moments: Sink::new(m.0, m.1, &mut spills.moments),
-                    perimeter: p.map(|(lo, sl)| Sink::new(lo, sl, &mut spills.perimeter)),
-                    empty_sizes: e.map(|(lo, sl)| Sink::new(lo, sl, &mut spills.sizes)),
-                };
-                scan::main_strip(
-                    &grid,
-                    piece_labels,
-                    r,
-                    &mut sinks,
-                    hull_rule,
-                    want_edges,
-                    work,
-                );
-            });
-        }
-        for s in &mut self.strips {
-            s.spills.moments.drain_into(moments);
-            if full {
-                s.spills.perimeter.drain_into(perimeter);
-                s.spills.sizes.drain_into(empty_sizes);
-            }
-        }
-
-        // 5. Compose the pieces into clusters.
-        let mut builder = Builder::new(
-            (h, w),
-            connectivity,
-            boundary,
-            segments,
-            measures,
-            count,
-            std::mem::take(&mut buf.sums),
-        );
-        if periodic {
-            for c in 1..=count {
-                builder.set_wraps(c as u32, self.joined.wraps[c]);
-            }
-            for (p, m) in moments.iter().enumerate().skip(1) {
-                builder.add_piece(self.joined.map[p], m, self.joined.shift[p]);
-            }
-        } else {
-            for (p, m) in moments.iter().enumerate().skip(1) {
-                builder.add_piece(p as u32, m, [0, 0]);
-            }
-        }
-        if !full {
-            return Ok(builder.finish(parallel, None, &mut buf.sums));
-        }
-        let sizes: Vec<u64> = std::iter::once(0)
-            .chain((1..=count).map(|c| builder.size_of(c as u32)))
-            .collect();
-
-        // 6. Filled areas (and hulls, where the pass could not decide them).
-        let filled_area = if tree {
-            filled::tree_filled(
-                w,
-                labels,
-                empties.expect("full"),
-                first_c,
-                first_e,
-                edge_e,
-                &sizes,
-                empty_sizes,
-            )
-        } else {
-            let e = empties.expect("full");
-            let nodes = count + nempty + 1;
-            let node_of = |i: usize| -> u32 {
-                if labels[i] != 0 {
-                    labels[i] - 1
-                } else {
-                    count as u32 + e[i] - 1
-                }
-            };
-            // Seeds: regions on an open edge, and regions that wrap.
-            let mut seed = vec![false; nodes];
-            for_each_edge_site(h, w, !boundary.wraps_x(), !boundary.wraps_y(), |i| {
-                seed[node_of(i) as usize] = true;
-            });
-            if periodic {
-                for c in 1..=count {
-                    if self.joined.wraps[c] != 0 {
-                        seed[c - 1] = true;
-                    }
-                }
-                for r in 1..=nempty {
-                    if self.joined_empties.wraps[r] != 0 {
-                        seed[count + r - 1] = true;
-                    }
-                }
-            }
-            let seeds: Vec<u32> = (0..nodes as u32).filter(|&v| seed[v as usize]).collect();
-            let mut node_sites = Vec::with_capacity(nodes);
-            node_sites.extend_from_slice(&sizes[1..]);
-            node_sites.extend_from_slice(&empty_sizes[1..]);
-            node_sites.push(0);
-            let mut edges: Vec<u64> = Vec::new();
-            for s in &mut self.strips {
-                edges.append(&mut s.work.edges);
-            }
-            // Repeated edges are fine for the search; sorting them away would cost more.
-            let dom = &mut self.dominance;
-            dom.solve(nodes, &edges, &seeds, &node_sites);
-            let filled: Vec<u64> = std::iter::once(0)
-                .chain((0..count).map(|c| {
-                    if dom.reached(c as u32) {
-                        sizes[c + 1] + dom.cut_off[c] + dom.unreachable
-                    } else {
-                        dom.unreachable
-                    }
-                }))
-                .collect();
-            // Hulls: a second pass over the rows.
-            let hull = &mut buf.hull;
-            hull.clear();
-            hull.resize(count + 1, 0);
-            {
-                let dom = &self.dominance;
-                let outside = |x: u32, c: u32| dom.outside(x, c - 1);
-                let parts = split_owned(hull, &max_c);
-                let jobs: Vec<_> = rows.iter().zip(parts).zip(self.strips.iter_mut()).collect();
-                run_jobs(parallel, jobs, |((r, (lo, sl)), s)| {
-                    let StripScratch { spills, work } = s;
-                    spills.hull.clear();
-                    let mut sink = Sink::new(lo, sl, &mut spills.hull);
-                    scan::hull_strip(&grid, r.clone(), &mut sink, &outside, work);
-                });
-            }
-            for s in &mut self.strips {
-                s.spills.hull.drain_into(hull);
-            }
-            for (p, h) in perimeter.iter_mut().zip(hull.iter()) {
-                p.hull = *h;
-            }
-            filled
-        };
-        Ok(builder.finish(parallel, Some((perimeter, &filled_area)), &mut buf.sums))
-    }
-}
-
-/// The dual connectivity: the complement of 4-connected clusters is 8-connected, and back.
-fn dual(connectivity: Connectivity) -> Connectivity {
-    match connectivity {
-        Connectivity::Four => Connectivity::Eight,
-        Connectivity::Eight => Connectivity::Four,
-    }
-}
-
-/// `dst = map[src]`, row by row (in parallel when `parallel`).
-fn relabel(parallel: bool, src: &Array2<u32>, dst: &mut Array2<u32>, map: &[u32]) {
-    let w = src.ncols().max(1);
-    let s = src.as_slice().expect("standard layout");
-    let d = dst.as_slice_mut().expect("standard layout");
-    let row = |(d, s): (&mut [u32], &[u32])| {
-        for (d, &s) in d.iter_mut().zip(s) {
-            *d = map[s as usize];
-        }
-    };
-    if parallel {
-        d.par_chunks_mut(w).zip(s.par_chunks(w)).for_each(row);
-    } else {
-        d.chunks_mut(w).zip(s.chunks(w)).for_each(row);
-    }
-}
-
-/// Calls `f(raster index)` for every site on the edges of the open axes: columns 0 and `w − 1`
-/// when `x_open`, rows 0 and `h − 1` when `y_open` (corner sites may come twice).
-fn for_each_edge_site(h: usize, w: usize, x_open: bool, y_open: bool, mut f: impl FnMut(usize)) {
-    if y_open {
-        for x in 0..w {
-            f(x);
-            f((h - 1) * w + x);
-        }
-    }
-    if x_open {
-        for y in 0..h {
-            f(y * w);
-            f(y * w + w - 1);
-        }
+        Ok((table, self.cpu.labels_owned()))
     }
 }

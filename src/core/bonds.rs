@@ -7,7 +7,8 @@
 //! ignored. Every site belongs to a cluster (isolated sites are clusters of size 1).
 
 use super::lattice::{check_size, Boundary};
-use super::rule::{shl1, words, JoinRule, WORD};
+use super::bits::{shl1, words, WORD};
+use super::rule::JoinRule;
 use crate::{Error, Result};
 use ndarray::ArrayView2;
 

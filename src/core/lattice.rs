@@ -1,6 +1,6 @@
 //! What a lattice is: neighbourhoods, boundaries and the site types that can be labeled.
 
-use ndarray::ArrayView2;
+use ndarray::{Array2, ArrayView2};
 use std::fmt;
 use std::str::FromStr;
 
@@ -21,6 +21,68 @@ impl Input<'_> {
             Input::U16(a) => a.dim(),
             Input::U32(a) => a.dim(),
         }
+    }
+}
+
+/// An owned lattice of one of the site types that can be labeled. Zero is empty, anything else
+/// occupied (or, in segment mode, the site's segment value).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Lattice {
+    /// 8-bit sites (also what boolean arrays become).
+    U8(Array2<u8>),
+    /// 16-bit sites.
+    U16(Array2<u16>),
+    /// 32-bit sites.
+    U32(Array2<u32>),
+}
+
+impl Lattice {
+    /// The shape `(height, width)`.
+    pub fn dim(&self) -> (usize, usize) {
+        match self {
+            Lattice::U8(a) => a.dim(),
+            Lattice::U16(a) => a.dim(),
+            Lattice::U32(a) => a.dim(),
+        }
+    }
+
+    /// The site type's NumPy name: `"uint8"`, `"uint16"` or `"uint32"`.
+    pub fn dtype(&self) -> &'static str {
+        match self {
+            Lattice::U8(_) => "uint8",
+            Lattice::U16(_) => "uint16",
+            Lattice::U32(_) => "uint32",
+        }
+    }
+
+    /// The number of occupied (nonzero) sites.
+    pub fn occupied(&self) -> usize {
+        match self {
+            Lattice::U8(a) => a.iter().filter(|&&v| v != 0).count(),
+            Lattice::U16(a) => a.iter().filter(|&&v| v != 0).count(),
+            Lattice::U32(a) => a.iter().filter(|&&v| v != 0).count(),
+        }
+    }
+}
+
+impl From<Array2<u8>> for Lattice {
+    fn from(a: Array2<u8>) -> Self {
+        Lattice::U8(a)
+    }
+}
+impl From<Array2<u16>> for Lattice {
+    fn from(a: Array2<u16>) -> Self {
+        Lattice::U16(a)
+    }
+}
+impl From<Array2<u32>> for Lattice {
+    fn from(a: Array2<u32>) -> Self {
+        Lattice::U32(a)
+    }
+}
+impl From<Array2<bool>> for Lattice {
+    fn from(a: Array2<bool>) -> Self {
+        Lattice::U8(a.mapv(u8::from))
     }
 }
 

@@ -5,9 +5,11 @@
 //! the command line on the front ends.
 
 pub(crate) mod backend;
+pub(crate) mod bits;
 pub(crate) mod bonds;
 pub(crate) mod error;
 pub(crate) mod labels;
 pub(crate) mod lattice;
 pub(crate) mod options;
+pub(crate) mod region;
 pub(crate) mod rule;

@@ -49,7 +49,7 @@ pub enum Backend {
         device: usize,
     },
     /// The first GPU when a CUDA driver and device are usable and the algorithm runs there, the
-    /// CPU otherwise; [`Labeler::backend_name`] says which was chosen.
+    /// CPU otherwise; [`Labeler::backend_name`](crate::Labeler::backend_name) says which was chosen.
     Auto,
 }
 
@@ -67,6 +67,61 @@ impl std::str::FromStr for Backend {
                 ))),
             },
         }
+    }
+}
+
+impl Algorithm {
+    /// Every algorithm, in the order of the enum.
+    pub const ALL: [Algorithm; 9] = [
+        Algorithm::Auto,
+        Algorithm::Bfs,
+        Algorithm::HoshenKopelman,
+        Algorithm::Strips,
+        Algorithm::Ha4,
+        Algorithm::LabelEquivalence,
+        Algorithm::TileMerge,
+        Algorithm::BlockUnionFind,
+        Algorithm::BitRuns,
+    ];
+
+    /// The name used on the command line and in files: `auto`, `bfs`, `hoshen-kopelman`,
+    /// `strips`, `ha4`, `label-equivalence`, `tile-merge`, `block-union-find`, `bit-runs`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Algorithm::Auto => "auto",
+            Algorithm::Bfs => "bfs",
+            Algorithm::HoshenKopelman => "hoshen-kopelman",
+            Algorithm::Strips => "strips",
+            Algorithm::Ha4 => "ha4",
+            Algorithm::LabelEquivalence => "label-equivalence",
+            Algorithm::TileMerge => "tile-merge",
+            Algorithm::BlockUnionFind => "block-union-find",
+            Algorithm::BitRuns => "bit-runs",
+        }
+    }
+}
+
+impl std::fmt::Display for Algorithm {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl std::str::FromStr for Algorithm {
+    type Err = Error;
+    /// A name of [`Algorithm::name`] (also with `_` for `-`).
+    fn from_str(s: &str) -> Result<Self> {
+        let wanted = s.replace('_', "-");
+        Algorithm::ALL
+            .into_iter()
+            .find(|a| a.name() == wanted)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Algorithm::ALL.iter().map(|a| a.name()).collect();
+                Error::InvalidArgument(format!(
+                    "algorithm must be one of {}, not {s:?}",
+                    names.join(", ")
+                ))
+            })
     }
 }
 

@@ -6,17 +6,9 @@
 //! Hoshen–Kopelman scan) and per row as bit masks ([`JoinRule::row_bits`], [`JoinRule::link_bits`],
 //! used by the fast strip labeler); the two must agree, and the tests check that they do.
 
-use crate::lattice::SiteValue;
+use crate::core::bits::{pack_nonzero, shl1, shr1, WORD};
+use crate::SiteValue;
 use ndarray::ArrayView2;
-
-/// Bits of row words: bit `j` of word `i` is column `64 i + j`.
-pub(crate) const WORD: usize = 64;
-
-/// Number of 64-bit words for `w` columns.
-#[inline]
-pub(crate) fn words(w: usize) -> usize {
-    w.div_ceil(WORD)
-}
 
 /// The rule that decides which neighbouring sites are joined.
 pub(crate) trait JoinRule: Sync {
@@ -40,91 +32,6 @@ pub(crate) trait JoinRule: Sync {
         occ_p: &[u64],
         out: &mut [u64],
     );
-}
-
-/// `out = bits shifted towards higher columns by one` (bit x ← bit x − 1).
-#[inline]
-pub(crate) fn shl1(bits: &[u64], out: &mut [u64]) {
-    let mut carry = 0u64;
-    for (o, &b) in out.iter_mut().zip(bits) {
-        *o = (b << 1) | carry;
-        carry = b >> 63;
-    }
-}
-
-/// `out = bits shifted towards lower columns by one` (bit x ← bit x + 1).
-#[inline]
-pub(crate) fn shr1(bits: &[u64], out: &mut [u64]) {
-    let n = bits.len();
-    for i in 0..n {
-        let next = if i + 1 < n { bits[i + 1] << 63 } else { 0 };
-        out[i] = (bits[i] >> 1) | next;
-    }
-}
-
-/// Occupancy bits of a row of sites: bit x set when `row[x]` is nonzero.
-pub(crate) fn pack_occupied<T: SiteValue>(row: &[T], occ: &mut [u64]) {
-    if let Some(bytes) = as_bytes(row) {
-        pack_nonzero_u8(bytes, occ);
-        return;
-    }
-    for (i, o) in occ.iter_mut().enumerate() {
-        let chunk = &row[i * WORD..row.len().min((i + 1) * WORD)];
-        let mut m = 0u64;
-        for (j, &v) in chunk.iter().enumerate() {
-            m |= (v.is_occupied() as u64) << j;
-        }
-        *o = m;
-    }
-}
-
-/// The row as bytes when `T` is `u8`.
-#[inline]
-fn as_bytes<T: SiteValue>(row: &[T]) -> Option<&[u8]> {
-    if std::any::TypeId::of::<T>() == std::any::TypeId::of::<u8>() {
-        // SAFETY: T is u8, so the slice is a byte slice of the same length.
-        Some(unsafe { std::slice::from_raw_parts(row.as_ptr().cast::<u8>(), row.len()) })
-    } else {
-        None
-    }
-}
-
-/// Nonzero bytes to bits, 16 bytes per SSE2 compare (SSE2 is part of x86-64).
-fn pack_nonzero_u8(row: &[u8], occ: &mut [u64]) {
-    let full = row.len() / WORD;
-    #[cfg(target_arch = "x86_64")]
-    {
-        use std::arch::x86_64::*;
-        for (i, o) in occ.iter_mut().enumerate().take(full) {
-            let p = row[i * WORD..].as_ptr();
-            // SAFETY: 64 bytes from p are in bounds (i < full); SSE2 is always present on x86-64.
-            *o = unsafe {
-                let zero = _mm_setzero_si128();
-                let mut m = 0u64;
-                for k in 0..4 {
-                    let v = _mm_loadu_si128(p.add(16 * k).cast());
-                    let z = _mm_movemask_epi8(_mm_cmpeq_epi8(v, zero)) as u32 as u64;
-                    m |= (!z & 0xffff) << (16 * k);
-                }
-                m
-            };
-        }
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    for (i, o) in occ.iter_mut().enumerate().take(full) {
-        let mut m = 0u64;
-        for (j, &v) in row[i * WORD..(i + 1) * WORD].iter().enumerate() {
-            m |= ((v != 0) as u64) << j;
-        }
-        *o = m;
-    }
-    if full < occ.len() {
-        let mut m = 0u64;
-        for (j, &v) in row[full * WORD..].iter().enumerate() {
-            m |= ((v != 0) as u64) << j;
-        }
-        occ[full] = m;
-    }
 }
 
 /// Bits of the links `(y, x)`–`(yp, x + dx)` given both rows' occupancy, for rules where any two
@@ -172,8 +79,8 @@ impl<T: SiteValue> JoinRule for Occupancy<'_, T> {
     fn row_bits(&self, y: usize, occ: &mut [u64], left: &mut [u64]) {
         let row = self.lattice.row(y);
         match row.as_slice() {
-            Some(r) => pack_occupied(r, occ),
-            None => pack_occupied(&row.to_vec(), occ),
+            Some(r) => pack_nonzero(r, occ),
+            None => pack_nonzero(&row.to_vec(), occ),
         }
         shl1(occ, left);
         for (l, &o) in left.iter_mut().zip(occ.iter()) {
@@ -239,7 +146,7 @@ impl<T: SiteValue> JoinRule for Segments<'_, T> {
                 &owned
             }
         };
-        pack_occupied(r, occ);
+        pack_nonzero(r, occ);
         Self::equal_bits(r, r, -1, left);
     }
     fn link_bits(

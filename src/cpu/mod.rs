@@ -4,9 +4,11 @@
 //! - [`hoshen_kopelman`]: the classic raster scan with a label-of-labels array.
 //! - [`strips`]: run-based union-find over parallel strips, the fast default.
 
+pub(crate) mod analysis;
 pub(crate) mod bfs;
 pub(crate) mod hoshen_kopelman;
 pub(crate) mod pool;
+pub(crate) mod regions;
 pub(crate) mod strips;
 pub(crate) mod union_find;
 

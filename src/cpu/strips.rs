@@ -13,8 +13,9 @@
 //! (a few `u32` per run) are the only other traffic.
 
 use super::union_find::{find_readonly, number_roots, union};
+use crate::core::bits::{shl1, shr1, words, WORD};
 use crate::lattice::{Boundary, Connectivity};
-use crate::rule::{shl1, shr1, words, JoinRule, WORD};
+use crate::rule::JoinRule;
 use ndarray::{ArrayViewMut2, Axis};
 use rayon::prelude::*;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};

@@ -22,7 +22,7 @@
 //! ```
 //!
 //! ## Definitions
-//! - A field is `H × W` ([`ArrayView2`]) or `H × W × C` ([`ArrayView3`], `C` channels per site)
+//! - A field is `H × W` ([`ArrayView2`](ndarray::ArrayView2)) or `H × W × C` ([`ArrayView3`](ndarray::ArrayView3), `C` channels per site)
 //!   of `u8` or `f32`; seeds are `(y, x)` = (row, column).
 //! - Site `s` meets the criterion for the reference `r` when, in every channel `k`,
 //!   `|value(s, k) − r[k]| ≤ tolerance[k]`, computed in `f32` (exact for `u8` values). A NaN
@@ -32,15 +32,15 @@
 //!   A seed whose own value is NaN grows nothing. [`Reference::Value`]: one reference for every
 //!   seed. A seed that does not meet the criterion grows nothing (it is not in the mask).
 //! - The region of a seed: the sites connected to it (4- or 8-connectivity, across wrapping
-//!   edges for a periodic [`Boundary`]) through sites meeting the criterion.
+//!   edges for a periodic [`Boundary`](crate::Boundary)) through sites meeting the criterion.
 //! - Absorption ([`Criterion::absorb`]): every site of the complement of the union that cannot
 //!   be reached from outside the lattice without crossing the union is added to it — holes, and
 //!   everything in them, nested holes and islands alike (PARAFILL's absorption of unconnected
 //!   interior regions; scikit-image's `area_filled` for the mask). The outside is reached through
 //!   the dual connectivity (8 for a 4-connected region, 4 for an 8-connected one) and lies
-//!   beyond the non-wrapping edges: all four for [`Boundary::Open`], top and bottom for
-//!   [`Boundary::PeriodicX`], left and right for [`Boundary::PeriodicY`]. A torus has no
-//!   outside, so absorption with [`Boundary::Periodic`] is refused.
+//!   beyond the non-wrapping edges: all four for [`Boundary::Open`](crate::Boundary::Open), top and bottom for
+//!   [`Boundary::PeriodicX`](crate::Boundary::PeriodicX), left and right for [`Boundary::PeriodicY`](crate::Boundary::PeriodicY). A torus has no
+//!   outside, so absorption with [`Boundary::Periodic`](crate::Boundary::Periodic) is refused.
 //! - The output is a mask of the field's shape, `1` in the region, `0` elsewhere: a lattice that
 //!   [`crate::label`] and [`crate::analyze`] accept as it is.
 //!
@@ -58,337 +58,15 @@
 //! Each distinct reference costs a pass (and, when labeling, a labeling of the whole field):
 //! many seeds with many distinct values are best grown with [`Method::Scanline`] on the CPU.
 
-mod cpu;
+pub use crate::core::region::{Criterion, Field, Method, Reference, Sample};
 
 use crate::core::lattice::check_size;
+use crate::core::region::plan;
+use crate::cpu::regions::CpuRegions;
 use crate::cuda::CudaRegionGrower;
 use crate::device::Device;
-use crate::{Backend, Boundary, Connectivity, Options, Parallelism};
-use crate::{Error, Result};
-use ndarray::{Array2, ArrayView2, ArrayView3, ArrayViewMut2, Axis};
-
-pub(crate) mod sealed {
-    pub trait Sealed {}
-    impl Sealed for u8 {}
-    impl Sealed for f32 {}
-    impl<T> Sealed for ndarray::ArrayView2<'_, T> {}
-    impl<T> Sealed for ndarray::ArrayView3<'_, T> {}
-}
-
-/// A field value type: `u8` or `f32` (sealed).
-pub trait Sample: sealed::Sealed + Copy + Send + Sync + std::fmt::Debug + 'static {
-    /// The value as `f32` (exact for `u8`).
-    fn to_f32(self) -> f32;
-    /// Whether the GPU kernels read `f32` (else `u8`).
-    #[doc(hidden)]
-    const IS_F32: bool;
-}
-
-impl Sample for u8 {
-    #[inline]
-    fn to_f32(self) -> f32 {
-        f32::from(self)
-    }
-    const IS_F32: bool = false;
-}
-
-impl Sample for f32 {
-    #[inline]
-    fn to_f32(self) -> f32 {
-        self
-    }
-    const IS_F32: bool = true;
-}
-
-/// A field a region can be grown in: `ArrayView2<T>` (one channel) or `ArrayView3<T>`
-/// (`H × W × C`), for `T` in `u8`, `f32` (sealed).
-pub trait Field<'a>: sealed::Sealed {
-    /// The value type.
-    type Value: Sample;
-    /// The field as `H × W × C`.
-    fn channels(self) -> ArrayView3<'a, Self::Value>;
-}
-
-impl<'a, T: Sample> Field<'a> for ArrayView2<'a, T> {
-    type Value = T;
-    fn channels(self) -> ArrayView3<'a, T> {
-        self.insert_axis(Axis(2))
-    }
-}
-
-impl<'a, T: Sample> Field<'a> for ArrayView3<'a, T> {
-    type Value = T;
-    fn channels(self) -> ArrayView3<'a, T> {
-        self
-    }
-}
-
-/// What each site is compared with.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub enum Reference {
-    /// Each seed's own value: the region grown from a seed uses that seed's value, and the
-    /// result is the union over the seeds (scikit-image's `flood`, OpenCV's `floodFill` with
-    /// `FLOODFILL_FIXED_RANGE`, one call per seed).
-    #[default]
-    Seed,
-    /// One reference for every seed: one value per channel, or one value for all channels.
-    Value(Vec<f32>),
-}
-
-/// Which CPU algorithm grows the region.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-#[non_exhaustive]
-pub enum Method {
-    /// Scanline on an open lattice, labeling otherwise.
-    #[default]
-    Auto,
-    /// Span flood fill (open boundary only): work proportional to the region.
-    Scanline,
-    /// Predicate mask, parallel strip labeling, keep the seeded components: work proportional
-    /// to the field, on every core.
-    Labeling,
-}
-
-/// The growth rule: tolerance, reference, connectivity, boundary and absorption.
-///
-/// ```
-/// use clusterlab::regions::{Criterion, Reference};
-/// use clusterlab::Connectivity;
-///
-/// // RGB: within 10 in red and blue and 20 in green of (200, 40, 40), 8-connected, holes filled.
-/// let c = Criterion::per_channel(vec![10.0, 20.0, 10.0])
-///     .reference(Reference::Value(vec![200.0, 40.0, 40.0]))
-///     .connectivity(Connectivity::Eight)
-///     .absorb(true);
-/// assert!(c.absorbs());
-/// ```
-#[derive(Debug, Clone, PartialEq)]
-pub struct Criterion {
-    tolerance: Vec<f32>,
-    reference: Reference,
-    connectivity: Connectivity,
-    boundary: Boundary,
-    absorb: bool,
-}
-
-impl Criterion {
-    /// The same tolerance in every channel; [`Reference::Seed`], 4-connectivity, open boundary,
-    /// no absorption.
-    pub fn new(tolerance: f32) -> Self {
-        Criterion::per_channel(vec![tolerance])
-    }
-
-    /// One tolerance per channel (or one for all).
-    pub fn per_channel(tolerance: Vec<f32>) -> Self {
-        Criterion {
-            tolerance,
-            reference: Reference::Seed,
-            connectivity: Connectivity::Four,
-            boundary: Boundary::Open,
-            absorb: false,
-        }
-    }
-
-    /// What sites are compared with (default [`Reference::Seed`]).
-    pub fn reference(mut self, reference: Reference) -> Self {
-        self.reference = reference;
-        self
-    }
-
-    /// The neighbourhood (default 4).
-    pub fn connectivity(mut self, connectivity: Connectivity) -> Self {
-        self.connectivity = connectivity;
-        self
-    }
-
-    /// The boundary (default [`Boundary::Open`]).
-    pub fn boundary(mut self, boundary: Boundary) -> Self {
-        self.boundary = boundary;
-        self
-    }
-
-    /// Absorb the enclosed unconnected regions (default no).
-    pub fn absorb(mut self, absorb: bool) -> Self {
-        self.absorb = absorb;
-        self
-    }
-
-    /// The tolerances.
-    pub fn tolerances(&self) -> &[f32] {
-        &self.tolerance
-    }
-
-    /// The reference.
-    pub fn reference_kind(&self) -> &Reference {
-        &self.reference
-    }
-
-    /// The neighbourhood.
-    pub fn neighbourhood(&self) -> Connectivity {
-        self.connectivity
-    }
-
-    /// The boundary.
-    pub fn lattice_boundary(&self) -> Boundary {
-        self.boundary
-    }
-
-    /// Whether enclosed regions are absorbed.
-    pub fn absorbs(&self) -> bool {
-        self.absorb
-    }
-
-    /// The dual neighbourhood, through which the outside is reached.
-    pub(crate) fn dual(&self) -> Connectivity {
-        match self.connectivity {
-            Connectivity::Four => Connectivity::Eight,
-            Connectivity::Eight => Connectivity::Four,
-        }
-    }
-}
-
-/// Seeds sharing one reference: one pass (fill or labeling) grows them all.
-#[derive(Debug, Clone)]
-pub(crate) struct Group {
-    /// One value per channel.
-    pub reference: Vec<f32>,
-    /// Site indices `y * w + x`, distinct, each meeting the criterion.
-    pub seeds: Vec<u32>,
-}
-
-/// A checked request: geometry, per-channel tolerance and the seed groups.
-#[derive(Debug, Clone)]
-pub(crate) struct Plan {
-    pub h: usize,
-    pub w: usize,
-    pub c: usize,
-    pub tolerance: Vec<f32>,
-    pub groups: Vec<Group>,
-}
-
-/// Whether `px` (one site's channels) meets the criterion for `r` and `t`.
-#[inline]
-pub(crate) fn meets<T: Sample>(px: &[T], r: &[f32], t: &[f32]) -> bool {
-    px.iter()
-        .zip(r)
-        .zip(t)
-        .all(|((&v, &r), &t)| (v.to_f32() - r).abs() <= t)
-}
-
-/// Expands a per-channel list of length 1 or `c` to length `c`.
-fn per_channel(v: &[f32], c: usize, what: &str) -> Result<Vec<f32>> {
-    match v.len() {
-        1 => Ok(vec![v[0]; c]),
-        n if n == c => Ok(v.to_vec()),
-        n => Err(Error::InvalidArgument(format!(
-            "{what} has {n} values for a field of {c} channels (give 1 or {c})"
-        ))),
-    }
-}
-
-/// Checks the criterion against a field of `h × w × c` and the seeds, without the field's
-/// values: the geometry, the tolerance and the reference.
-pub(crate) fn check(
-    criterion: &Criterion,
-    (h, w, c): (usize, usize, usize),
-    seeds: &[(usize, usize)],
-) -> Result<(Vec<f32>, Option<Vec<f32>>)> {
-    check_size(h, w)?;
-    if c == 0 {
-        return Err(Error::InvalidArgument("the field has no channels".into()));
-    }
-    if seeds.is_empty() {
-        return Err(Error::InvalidArgument(
-            "no seeds: a region needs at least one".into(),
-        ));
-    }
-    if let Some(&(y, x)) = seeds.iter().find(|&&(y, x)| y >= h || x >= w) {
-        return Err(Error::InvalidArgument(format!(
-            "seed (y {y}, x {x}) is outside the {h}×{w} field"
-        )));
-    }
-    let tolerance = per_channel(&criterion.tolerance, c, "the tolerance")?;
-    if let Some(t) = tolerance.iter().find(|t| t.is_nan() || **t < 0.0) {
-        return Err(Error::InvalidArgument(format!(
-            "tolerance {t} must be a number >= 0"
-        )));
-    }
-    let reference = match &criterion.reference {
-        Reference::Seed => None,
-        Reference::Value(v) => {
-            let r = per_channel(v, c, "the reference value")?;
-            if r.iter().any(|r| r.is_nan()) {
-                return Err(Error::InvalidArgument(
-                    "the reference value is NaN: nothing would match".into(),
-                ));
-            }
-            Some(r)
-        }
-    };
-    if criterion.absorb && criterion.boundary == Boundary::Periodic {
-        return Err(Error::InvalidArgument(
-            "absorption needs an outside: a torus has none (use an open or cylinder boundary)"
-                .into(),
-        ));
-    }
-    Ok((tolerance, reference))
-}
-
-/// Groups the seeds by reference, given each seed's channel values (`values(i)` for seed `i`):
-/// seeds that do not meet the criterion, and duplicates, are dropped.
-pub(crate) fn group(
-    w: usize,
-    seeds: &[(usize, usize)],
-    tolerance: &[f32],
-    reference: Option<&[f32]>,
-    mut values: impl FnMut(usize) -> Vec<f32>,
-) -> Vec<Group> {
-    let mut groups: Vec<Group> = Vec::new();
-    let mut index = std::collections::HashMap::<Vec<u32>, usize>::new();
-    for (i, &(y, x)) in seeds.iter().enumerate() {
-        let v = values(i);
-        let r = reference.map_or_else(|| v.clone(), <[f32]>::to_vec);
-        if !meets(&v, &r, tolerance) {
-            continue;
-        }
-        // -0.0 and 0.0 compare alike: one group.
-        let key: Vec<u32> = r.iter().map(|x| (x + 0.0).to_bits()).collect();
-        let g = *index.entry(key).or_insert_with(|| {
-            groups.push(Group {
-                reference: r,
-                seeds: Vec::new(),
-            });
-            groups.len() - 1
-        });
-        groups[g].seeds.push((y * w + x) as u32);
-    }
-    for g in &mut groups {
-        g.seeds.sort_unstable();
-        g.seeds.dedup();
-    }
-    groups
-}
-
-/// Checks the request and groups the seeds of a host field.
-fn plan<T: Sample>(
-    criterion: &Criterion,
-    field: &ArrayView3<'_, T>,
-    seeds: &[(usize, usize)],
-) -> Result<Plan> {
-    let (h, w, c) = field.dim();
-    let (tolerance, reference) = check(criterion, (h, w, c), seeds)?;
-    let groups = group(w, seeds, &tolerance, reference.as_deref(), |i| {
-        let (y, x) = seeds[i];
-        (0..c).map(|k| field[[y, x, k]].to_f32()).collect()
-    });
-    Ok(Plan {
-        h,
-        w,
-        c,
-        tolerance,
-        groups,
-    })
-}
+use crate::{Backend, Error, Options, Parallelism, Result};
+use ndarray::{Array2, ArrayViewMut2};
 
 /// Grows the region of `seeds` in `field` on the CPU and returns its mask (1 in the region).
 /// For repeated calls, a [`RegionGrower`] keeps its buffers.
@@ -408,7 +86,7 @@ pub fn region_from_seeds<'a, F: Field<'a>>(
 
 #[allow(clippy::large_enum_variant)] // one per grower: boxing the CPU state buys nothing
 enum Engine {
-    Cpu(cpu::CpuRegions),
+    Cpu(CpuRegions),
     Cuda(Box<CudaRegionGrower>),
 }
 
@@ -437,7 +115,7 @@ pub struct RegionGrower {
 impl RegionGrower {
     /// A CPU grower with [`Method::Auto`] and rayon's global pool.
     pub fn new(criterion: Criterion) -> Self {
-        let engine = Engine::Cpu(cpu::CpuRegions::new(&criterion, Parallelism::Rayon));
+        let engine = Engine::Cpu(CpuRegions::new(&criterion, Parallelism::Rayon));
         RegionGrower {
             criterion,
             method: Method::Auto,
@@ -457,7 +135,7 @@ impl RegionGrower {
     pub fn parallelism(mut self, parallelism: Parallelism) -> Self {
         self.parallelism = parallelism;
         if let Engine::Cpu(_) = self.engine {
-            self.engine = Engine::Cpu(cpu::CpuRegions::new(&self.criterion, parallelism));
+            self.engine = Engine::Cpu(CpuRegions::new(&self.criterion, parallelism));
         }
         self
     }
@@ -468,9 +146,12 @@ impl RegionGrower {
     /// [`Error::CudaUnavailable`] for [`Backend::Cuda`] without a usable driver, NVRTC or
     /// device (or without the `cuda` feature); [`Backend::Auto`] falls back to the CPU.
     pub fn backend(mut self, backend: Backend) -> Result<Self> {
-        let options = Options::new(self.criterion.connectivity, self.criterion.boundary)
-            .parallelism(self.parallelism)
-            .backend(backend);
+        let options = Options::new(
+            self.criterion.neighbourhood(),
+            self.criterion.lattice_boundary(),
+        )
+        .parallelism(self.parallelism)
+        .backend(backend);
         let gpu = match Device::resolve(&options)? {
             Device::Cuda(d) => match CudaRegionGrower::on(&d, self.criterion.clone()) {
                 Ok(g) => Some(g),
@@ -481,7 +162,7 @@ impl RegionGrower {
         };
         self.engine = match gpu {
             Some(g) => Engine::Cuda(Box::new(g)),
-            None => Engine::Cpu(cpu::CpuRegions::new(&self.criterion, self.parallelism)),
+            None => Engine::Cpu(CpuRegions::new(&self.criterion, self.parallelism)),
         };
         Ok(self)
     }

@@ -47,6 +47,35 @@ pub struct Row {
     pub spans_y: bool,
 }
 
+impl Row {
+    /// The value of the output column `name` (as in the CSV header and the HDF5 datasets; see
+    /// `clusterlab::analysis::COLUMNS`) for the cluster labeled `label`, as `f64` (flags 0/1);
+    /// `None` for a name the oracle does not know.
+    pub fn column(&self, name: &str, label: u32) -> Option<f64> {
+        let flag = |b: bool| f64::from(u8::from(b));
+        Some(match name {
+            "label" => f64::from(label),
+            "size" => self.size as f64,
+            "x_min" => self.x_min as f64,
+            "x_max" => self.x_max as f64,
+            "y_min" => self.y_min as f64,
+            "y_max" => self.y_max as f64,
+            "centroid_x" => self.centroid_x,
+            "centroid_y" => self.centroid_y,
+            "gyration_radius" => self.gyration_radius,
+            "site_perimeter" => self.site_perimeter as f64,
+            "bond_perimeter" => self.bond_perimeter as f64,
+            "hull_perimeter" => self.hull_perimeter as f64,
+            "filled_area" => self.filled_area as f64,
+            "wraps_x" => flag(self.wraps_x),
+            "wraps_y" => flag(self.wraps_y),
+            "spans_x" => flag(self.spans_x),
+            "spans_y" => flag(self.spans_y),
+            _ => return None,
+        })
+    }
+}
+
 /// The lattice and its rules.
 pub struct Oracle<'a> {
     pub values: ArrayView2<'a, u32>,

@@ -165,7 +165,7 @@ impl<S: Subject> Checker<'_, S> {
             .subject
             .label(lattice, c, b, seg)
             .unwrap_or_else(|e| panic!("{ctx}: {e}"));
-        if got.count() != count || got.array() != &want {
+        if got.count() != count || *got.array() != want {
             let diff = got
                 .array()
                 .indexed_iter()
@@ -366,7 +366,13 @@ pub fn battery<S: Subject>(subject: &mut S, name: &str, seed: u64, scale: Scale)
         let big_spiral = spiral(4099, 4097);
         let c4 = Connectivity::Four;
         ck.one(big_spiral.view(), c4, Boundary::Open, false, "large spiral");
-        ck.one(big_spiral.view(), c8, Boundary::Periodic, false, "large spiral");
+        ck.one(
+            big_spiral.view(),
+            c8,
+            Boundary::Periodic,
+            false,
+            "large spiral",
+        );
     }
     eprintln!(
         "{name}: {} lattice cases identical to the reference in {:.1} s",

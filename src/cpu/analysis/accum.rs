@@ -9,6 +9,7 @@
 //! afterwards. One cheap scan ([`scan_labels`]) finds every label's first site and each strip's
 //! largest label.
 
+use crate::measure::moments::Merge;
 use rayon::prelude::*;
 use std::ops::Range;
 use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
@@ -37,22 +38,6 @@ pub(crate) fn map_jobs<T: Send, R: Send>(
         jobs.into_par_iter().map(f).collect()
     } else {
         jobs.into_iter().map(f).collect()
-    }
-}
-
-/// A per-label accumulator: an empty value and a way to combine two partial results.
-pub(crate) trait Merge: Copy + Send + Sync {
-    /// The value of a label that no site has touched.
-    const EMPTY: Self;
-    /// Adds `other`'s partial result to `self`.
-    fn merge(&mut self, other: &Self);
-}
-
-impl Merge for u64 {
-    const EMPTY: Self = 0;
-    #[inline]
-    fn merge(&mut self, other: &Self) {
-        *self += *other;
     }
 }
 

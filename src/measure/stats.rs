@@ -1,7 +1,8 @@
 //! Per-lattice statistics: cluster counts, the cluster-size distribution `n_s`, the mean cluster
 //! size `S` and the percolation strength `P∞`.
 
-use super::ClusterTable;
+use super::size_distribution::SizeDistribution;
+use super::table::ClusterTable;
 
 /// Which clusters count as "infinite" (percolating) for the primed sums of `n_s` and `S` and for
 /// `P∞`.
@@ -150,7 +151,8 @@ impl ClusterTable {
     /// The cluster-size distribution `n_s`: `(s, n_s)` pairs in increasing `s` for every size
     /// that occurs, `n_s` being the number of clusters of `s` sites per lattice site (`h · w`).
     /// With `exclude_percolating`, clusters that wrap or span along either axis are left out
-    /// (as in `Σ′`).
+    /// (as in `Σ′`). To average over many lattices, or for the counts and log bins, use a
+    /// [`SizeDistribution`] (this is [`SizeDistribution::from_table`]'s `n_s`).
     ///
     /// ```
     /// use clusterlab::{analyze, Boundary, Connectivity};
@@ -162,26 +164,6 @@ impl ClusterTable {
     /// # Ok::<(), clusterlab::Error>(())
     /// ```
     pub fn size_distribution(&self, exclude_percolating: bool) -> Vec<(u64, f64)> {
-        let (h, w) = self.shape;
-        let sites = (h * w).max(1) as f64;
-        let mut sizes: Vec<u64> = self
-            .size
-            .iter()
-            .enumerate()
-            .filter(|&(i, _)| !(exclude_percolating && self.percolates_at(i)))
-            .map(|(_, &s)| s)
-            .collect();
-        sizes.sort_unstable();
-        let mut out: Vec<(u64, f64)> = Vec::new();
-        for s in sizes {
-            match out.last_mut() {
-                Some((t, n)) if *t == s => *n += 1.0,
-                _ => out.push((s, 1.0)),
-            }
-        }
-        for (_, n) in &mut out {
-            *n /= sites;
-        }
-        out
+        SizeDistribution::from_table(self, exclude_percolating).ns()
     }
 }

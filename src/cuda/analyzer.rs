@@ -22,15 +22,17 @@
 //! Only [`Measures::Shape`] is computed on the GPU. [`crate::Analyzer`] with a CUDA backend and
 //! [`Measures::All`] labels on the GPU and measures the perimeters and filled areas on the CPU.
 
-use super::scan::Moments;
-use super::table::Builder;
-use super::wrapping::{Joined, WRAP_X, WRAP_Y};
-use super::{ClusterTable, Measures};
+use super::analysis::{DeviceAnalysis, BORDER_WORDS, HIST_CAP};
+use super::size_counts::{PercolatingCluster, SizeCounts};
 use crate::core::lattice::check_size;
-use crate::cuda::analysis::{DeviceAnalysis, BORDER_WORDS, HIST_CAP};
-use crate::cuda::cudarc::driver::{result as dres, CudaStream, DevicePtr};
+use crate::measure::moments::Moments;
+use crate::measure::table::{Builder, Sums};
+use crate::measure::wrapping::{Joined, WRAP_X, WRAP_Y};
+use crate::measure::Measures;
+use crate::ClusterTable;
 use crate::{Boundary, Connectivity, SiteValue};
 use crate::{Error, Labels, Result};
+use cudarc::driver::{result as dres, CudaStream, DevicePtr};
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
 use std::collections::{BTreeMap, HashMap};
@@ -71,7 +73,7 @@ pub struct CudaAnalyzer {
     dev: DeviceAnalysis,
     pending: Option<Pending>,
     joined: Joined,
-    sums: Vec<super::table::Sums>,
+    sums: Vec<Sums>,
     staging: Vec<u8>,
 }
 
@@ -488,111 +490,5 @@ impl CudaAnalyzer {
         }
         out.counts = counts.into_iter().collect();
         Ok(out)
-    }
-}
-
-/// A cluster that wraps (periodic axis) or spans (open axis), from [`SizeCounts`].
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct PercolatingCluster {
-    /// Sites.
-    pub size: u64,
-    /// Wraps around the periodic `x` axis (by winding).
-    pub wraps_x: bool,
-    /// Wraps around the periodic `y` axis.
-    pub wraps_y: bool,
-    /// Touches columns 0 and `w − 1` of an open `x` axis.
-    pub spans_x: bool,
-    /// Touches rows 0 and `h − 1` of an open `y` axis.
-    pub spans_y: bool,
-}
-
-/// Cluster-size counts and percolation flags without a table ([`CudaAnalyzer::size_counts`]).
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct SizeCounts {
-    /// The lattice's shape `(height, width)`.
-    pub shape: (usize, usize),
-    /// `(s, number of clusters of s sites)` in increasing `s`, every cluster counted.
-    pub counts: Vec<(u64, u64)>,
-    /// The clusters that wrap or span along either axis.
-    pub percolating: Vec<PercolatingCluster>,
-}
-
-impl SizeCounts {
-    /// The number of clusters.
-    pub fn clusters(&self) -> usize {
-        self.counts.iter().map(|&(_, c)| c as usize).sum()
-    }
-
-    /// Sites in clusters.
-    pub fn occupied(&self) -> u64 {
-        self.counts.iter().map(|&(s, c)| s * c).sum()
-    }
-
-    /// The largest cluster's size (0 without clusters).
-    pub fn largest(&self) -> u64 {
-        self.counts.last().map_or(0, |&(s, _)| s)
-    }
-
-    /// Some cluster wraps around `x`.
-    pub fn wraps_x(&self) -> bool {
-        self.percolating.iter().any(|p| p.wraps_x)
-    }
-
-    /// Some cluster wraps around `y`.
-    pub fn wraps_y(&self) -> bool {
-        self.percolating.iter().any(|p| p.wraps_y)
-    }
-
-    /// Some single cluster wraps around both axes.
-    pub fn wraps_both(&self) -> bool {
-        self.percolating.iter().any(|p| p.wraps_x && p.wraps_y)
-    }
-
-    /// Some cluster spans the open `x` axis.
-    pub fn spans_x(&self) -> bool {
-        self.percolating.iter().any(|p| p.spans_x)
-    }
-
-    /// Some cluster spans the open `y` axis.
-    pub fn spans_y(&self) -> bool {
-        self.percolating.iter().any(|p| p.spans_y)
-    }
-
-    /// `n_s` as [`ClusterTable::size_distribution`] gives it: `(s, n_s)` pairs, `n_s` per lattice
-    /// site; with `exclude_percolating`, clusters that wrap or span along either axis are left
-    /// out.
-    pub fn size_distribution(&self, exclude_percolating: bool) -> Vec<(u64, f64)> {
-        let sites = (self.shape.0 * self.shape.1).max(1) as f64;
-        let mut counts: BTreeMap<u64, u64> = self.counts.iter().copied().collect();
-        if exclude_percolating {
-            for p in &self.percolating {
-                if let Some(c) = counts.get_mut(&p.size) {
-                    *c -= 1;
-                }
-            }
-        }
-        counts
-            .into_iter()
-            .filter(|&(_, c)| c > 0)
-            .map(|(s, c)| (s, c as f64 / sites))
-            .collect()
-    }
-
-    /// Mean cluster size `S = Σ′ s² n_s / Σ′ s n_s` over the clusters that do not percolate
-    /// (NaN when none is left), as [`crate::LatticeStats::mean_size`].
-    pub fn mean_size(&self) -> f64 {
-        let (mut s1, mut s2) = (0f64, 0f64);
-        for (s, n) in self.size_distribution(true) {
-            let s = s as f64;
-            s1 += s * n;
-            s2 += s * s * n;
-        }
-        s2 / s1
-    }
-
-    /// `P∞`: the fraction of all sites in percolating clusters.
-    pub fn p_infinity(&self) -> f64 {
-        let sites = (self.shape.0 * self.shape.1).max(1) as f64;
-        self.percolating.iter().map(|p| p.size as f64).sum::<f64>() / sites
     }
 }

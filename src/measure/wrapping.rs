@@ -11,7 +11,7 @@
 //! The root of a set is its smallest piece label, whose first site is the cluster's first site,
 //! so shifts are relative to the copy that holds the first site.
 
-use crate::lattice::{Boundary, Connectivity};
+use crate::{Boundary, Connectivity};
 use ndarray::ArrayView2;
 
 /// Wraps in `x`.
@@ -108,7 +108,8 @@ impl Joined {
 
     /// As [`Joined::join`], for occupancy lattices whose pieces are known only at the edge
     /// sites: `piece_at(site)` is called for sites on the wrapped edges only (0 = empty).
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // only the GPU analysis joins edges alone
+    // Only the GPU analyzer has pieces known at the edges alone.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn join_edges(
         &mut self,
         (h, w): (usize, usize),

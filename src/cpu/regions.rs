@@ -2,10 +2,13 @@
 //! with the crate's strip labeler; absorption by labeling the complement with the dual
 //! connectivity and keeping what touches no open edge.
 
-use super::{meets, Criterion, Method, Plan, Sample};
-use crate::Result;
-use crate::{Boundary, Connectivity};
-use crate::{Labeler, Parallelism};
+use super::pool::CpuPool;
+use super::CpuBackend;
+use crate::core::backend::LabelBackend;
+use crate::core::lattice::Input;
+use crate::core::options::Spec;
+use crate::core::region::{meets, Criterion, Method, Plan, Sample};
+use crate::{Algorithm, Boundary, Connectivity, Parallelism, Result};
 use ndarray::ArrayView2;
 use rayon::prelude::*;
 
@@ -15,8 +18,10 @@ pub(crate) struct CpuRegions {
     boundary: Boundary,
     absorb: bool,
     parallel: bool,
-    labeler: Labeler,
-    dual: Labeler,
+    /// The strip labeler and the specs of the region's and the complement's labeling.
+    backend: CpuBackend,
+    spec: Spec,
+    dual: Spec,
     pred: Vec<u8>,
     labels: Vec<u32>,
     keep: Vec<bool>,
@@ -29,14 +34,20 @@ pub(crate) struct CpuRegions {
 
 impl CpuRegions {
     pub(crate) fn new(criterion: &Criterion, parallelism: Parallelism) -> Self {
-        let labeler = |c| Labeler::new(c, criterion.boundary).parallelism(parallelism);
+        let spec = |connectivity| Spec {
+            connectivity,
+            boundary: criterion.lattice_boundary(),
+            segments: false,
+            algorithm: Algorithm::Auto,
+        };
         CpuRegions {
-            connectivity: criterion.connectivity,
-            boundary: criterion.boundary,
-            absorb: criterion.absorb,
+            connectivity: criterion.neighbourhood(),
+            boundary: criterion.lattice_boundary(),
+            absorb: criterion.absorbs(),
             parallel: parallelism != Parallelism::Sequential,
-            labeler: labeler(criterion.connectivity),
-            dual: labeler(criterion.dual()),
+            backend: CpuBackend::new(CpuPool::new(parallelism)),
+            spec: spec(criterion.neighbourhood()),
+            dual: spec(criterion.dual()),
             pred: Vec::new(),
             labels: Vec::new(),
             keep: Vec::new(),
@@ -107,7 +118,14 @@ impl CpuRegions {
                 .zip(field.chunks_exact(c))
                 .for_each(eval);
         }
-        let n = label(&mut self.labeler, &self.pred, &mut self.labels, h, w)?;
+        let n = label(
+            &mut self.backend,
+            &self.spec,
+            &self.pred,
+            &mut self.labels,
+            h,
+            w,
+        )?;
         self.keep.clear();
         self.keep.resize(n + 1, false);
         for &s in seeds {
@@ -234,7 +252,14 @@ impl CpuRegions {
         for (p, &o) in self.pred.iter_mut().zip(out.iter()) {
             *p = (o == 0) as u8;
         }
-        let n = label(&mut self.dual, &self.pred, &mut self.labels, h, w)?;
+        let n = label(
+            &mut self.backend,
+            &self.dual,
+            &self.pred,
+            &mut self.labels,
+            h,
+            w,
+        )?;
         // keep[l]: component l reaches the outside.
         self.keep.clear();
         self.keep.resize(n + 1, false);
@@ -272,7 +297,8 @@ impl CpuRegions {
 
 /// Labels the row-major `h × w` mask into `labels`; returns the number of components.
 fn label(
-    labeler: &mut Labeler,
+    backend: &mut CpuBackend,
+    spec: &Spec,
     mask: &[u8],
     labels: &mut [u32],
     h: usize,
@@ -280,5 +306,5 @@ fn label(
 ) -> Result<usize> {
     let mask = ArrayView2::from_shape((h, w), mask).expect("h * w sites");
     let labels = ndarray::ArrayViewMut2::from_shape((h, w), labels).expect("h * w labels");
-    labeler.label_into(mask, labels)
+    backend.label(Input::U8(mask), spec, labels)
 }

@@ -13,7 +13,9 @@
 //! - Otherwise ([`Dominance`]): Tarjan's depth-first search for articulation points from the
 //!   root; a child subtree `u` of node `v` is cut off by removing `v` iff `low[u] >= disc[v]`.
 
-use super::accum::UNSET;
+use super::accum::{run_jobs, split_owned, Sink, UNSET};
+use super::scan::{self, StripScratch};
+use super::{for_each_edge_site, Counts, CpuAnalysis, Run, Strips};
 
 /// Filled areas on an open lattice in occupancy mode (see the module docs): `csize`, `esize`,
 /// `first_c`, `first_e`, `edge_e` are per label (index 0 unused); `labels` and `empties` the
@@ -236,6 +238,120 @@ impl Dominance {
         let j = kids.partition_point(|&u| self.disc[u as usize] <= dx);
         let u = kids[j - 1] as usize;
         self.low[u] < dc
+    }
+}
+
+impl CpuAnalysis {
+    /// 6a. Filled areas on an open occupancy lattice: the tree of enclosing clusters, read off
+    ///     the first sites (the pass already decided the hulls).
+    pub(super) fn tree_filled(&self, g: &Run, sizes: &[u64]) -> Vec<u64> {
+        let (labels, _, empties) = self.label_slices(g);
+        let buf = &self.buffers;
+        tree_filled(
+            g.w,
+            labels,
+            empties.expect("full"),
+            &buf.first_p,
+            &buf.first_e,
+            &buf.edge_e,
+            sizes,
+            &buf.empty_sizes,
+        )
+    }
+
+    /// 6b. Filled areas from the region graph (periodic axes, segments): the regions the
+    ///     outside cannot reach without crossing a cluster, by articulation points; then the
+    ///     hulls, in a second pass over the rows.
+    pub(super) fn region_graph_filled(
+        &mut self,
+        g: &Run,
+        n: &Counts,
+        st: &Strips,
+        sizes: &[u64],
+    ) -> Vec<u64> {
+        let CpuAnalysis {
+            labels,
+            empties,
+            strips,
+            buffers: buf,
+            joined,
+            joined_empties,
+            dominance: dom,
+            ..
+        } = self;
+        let labels = labels.as_slice().expect("standard layout");
+        let e = empties.as_slice().expect("standard layout");
+        let (count, nempty) = (n.count, n.nempty);
+        let nodes = count + nempty + 1;
+        let node_of = |i: usize| -> u32 {
+            if labels[i] != 0 {
+                labels[i] - 1
+            } else {
+                count as u32 + e[i] - 1
+            }
+        };
+        // Seeds: regions on an open edge, and regions that wrap.
+        let mut seed = vec![false; nodes];
+        let (wx, wy) = (g.boundary.wraps_x(), g.boundary.wraps_y());
+        for_each_edge_site(g.h, g.w, !wx, !wy, |i| {
+            seed[node_of(i) as usize] = true;
+        });
+        if g.periodic {
+            for c in 1..=count {
+                if joined.wraps[c] != 0 {
+                    seed[c - 1] = true;
+                }
+            }
+            for r in 1..=nempty {
+                if joined_empties.wraps[r] != 0 {
+                    seed[count + r - 1] = true;
+                }
+            }
+        }
+        let seeds: Vec<u32> = (0..nodes as u32).filter(|&v| seed[v as usize]).collect();
+        let mut node_sites = Vec::with_capacity(nodes);
+        node_sites.extend_from_slice(&sizes[1..]);
+        node_sites.extend_from_slice(&buf.empty_sizes[1..]);
+        node_sites.push(0);
+        let mut edges: Vec<u64> = Vec::new();
+        for s in strips.iter_mut() {
+            edges.append(&mut s.work.edges);
+        }
+        // Repeated edges are fine for the search; sorting them away would cost more.
+        dom.solve(nodes, &edges, &seeds, &node_sites);
+        let filled: Vec<u64> = std::iter::once(0)
+            .chain((0..count).map(|c| {
+                if dom.reached(c as u32) {
+                    sizes[c + 1] + dom.cut_off[c] + dom.unreachable
+                } else {
+                    dom.unreachable
+                }
+            }))
+            .collect();
+        // Hulls: a second pass over the rows.
+        let grid = g.grid(labels, Some(e), count);
+        let hull = &mut buf.hull;
+        hull.clear();
+        hull.resize(count + 1, 0);
+        {
+            let dom = &*dom;
+            let outside = |x: u32, c: u32| dom.outside(x, c - 1);
+            let parts = split_owned(hull, &st.max_c);
+            let jobs: Vec<_> = st.rows.iter().zip(parts).zip(strips.iter_mut()).collect();
+            run_jobs(g.parallel, jobs, |((r, (lo, sl)), s)| {
+                let StripScratch { spills, work } = s;
+                spills.hull.clear();
+                let mut sink = Sink::new(lo, sl, &mut spills.hull);
+                scan::hull_strip(&grid, r.clone(), &mut sink, &outside, work);
+            });
+        }
+        for s in strips.iter_mut() {
+            s.spills.hull.drain_into(hull);
+        }
+        for (p, h) in buf.perimeter.iter_mut().zip(hull.iter()) {
+            p.hull = *h;
+        }
+        filled
     }
 }
 

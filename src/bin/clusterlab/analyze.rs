@@ -1,0 +1,191 @@
+//! `clusterlab analyze`: measure every cluster of a lattice file, print the summary, write the
+//! table.
+
+use crate::args::{
+    check_not_input, check_output_folder, mode, parse_backend, print_stdout, rayon_threads,
+    LatticeArgs, Stage,
+};
+use anyhow::{bail, Result};
+use clap::Args;
+use clusterlab::io::{self, Lattice};
+use clusterlab::{Analyzer, Backend, Boundary, LatticeStats, Measures};
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+#[derive(Debug, Args)]
+pub struct AnalyzeArgs {
+    /// The lattice: a 2-D array of booleans or non-negative integers in a .npy, .h5 or .hdf5 file.
+    input: PathBuf,
+
+    /// Where to write the cluster table (replaced atomically). .csv: one row per cluster (header
+    /// label,size,x_min,...,spans_y; flags 0/1). .h5/.hdf5: datasets /clusters/<column> with
+    /// attributes shape, connectivity, boundary, count and segments, plus /labels and /lattice.
+    /// Without it, only the summary is printed.
+    #[arg(short, long, value_name = "PATH")]
+    output: Option<PathBuf>,
+
+    #[command(flatten)]
+    lattice: LatticeArgs,
+
+    /// Make no label image: HDF5 output holds only the cluster table (no /labels, no
+    /// /lattice), and a GPU computing --shape tables writes no labels at all.
+    #[arg(long)]
+    no_labels: bool,
+
+    /// Only the shape columns (size, bounding box, centroid, gyration, wrapping, spanning): no
+    /// perimeters, no filled area. On a GPU backend these are computed entirely on the device.
+    #[arg(long)]
+    shape: bool,
+
+    /// Where to run: cpu, cuda (GPU 0), cuda:N or auto (the GPU when one is usable). On a GPU,
+    /// --shape tables are computed on the device; full tables label there and measure the
+    /// perimeters on the CPU. Tables are identical on every backend.
+    #[arg(long, value_name = "BACKEND", default_value = "cpu", value_parser = parse_backend)]
+    backend: Backend,
+
+    /// Print nothing but errors.
+    #[arg(short, long)]
+    quiet: bool,
+}
+
+/// Whether the table goes to CSV (else HDF5), refusing other extensions before any work.
+fn table_format(out: &Path) -> Result<bool> {
+    let ext = out
+        .extension()
+        .and_then(|e| e.to_str())
+        .map(str::to_ascii_lowercase);
+    match ext.as_deref() {
+        Some("csv") => Ok(true),
+        Some("h5") | Some("hdf5") => Ok(false),
+        _ => bail!(
+            "{}: unsupported output extension: the cluster table is written as .csv, .h5 or .hdf5",
+            out.display()
+        ),
+    }
+}
+
+pub fn run(args: AnalyzeArgs) -> Result<()> {
+    let csv = match &args.output {
+        None => false,
+        Some(out) => {
+            let csv = table_format(out)?;
+            check_output_folder(out)?;
+            check_not_input(out, &[&args.input], "the input lattice")?;
+            csv
+        }
+    };
+
+    let stage = Stage::new(args.quiet);
+    stage.set(format!("reading {}", args.input.display()));
+    let l = &args.lattice;
+    let lattice = io::read_lattice(&args.input, l.dataset.as_deref())?;
+    let (h, w) = lattice.dim();
+    let measures = if args.shape {
+        Measures::Shape
+    } else {
+        Measures::All
+    };
+    let mut analyzer = Analyzer::new(l.connectivity, l.boundary)
+        .segments(l.segments)
+        .parallelism(l.parallelism())
+        .measures(measures)
+        .backend(args.backend)?;
+    stage.set(format!("analyzing {h}x{w} lattice"));
+    let start = Instant::now();
+    let (table, labels) = if args.no_labels {
+        let table = match &lattice {
+            Lattice::U8(a) => analyzer.analyze(a.view())?,
+            Lattice::U16(a) => analyzer.analyze(a.view())?,
+            Lattice::U32(a) => analyzer.analyze(a.view())?,
+        };
+        (table, None)
+    } else {
+        let (table, labels) = match &lattice {
+            Lattice::U8(a) => analyzer.analyze_labeled(a.view())?,
+            Lattice::U16(a) => analyzer.analyze_labeled(a.view())?,
+            Lattice::U32(a) => analyzer.analyze_labeled(a.view())?,
+        };
+        (table, Some(labels))
+    };
+    let elapsed = start.elapsed();
+    if let Some(out) = &args.output {
+        stage.set(format!("writing {}", out.display()));
+        if csv {
+            table.write_csv(out)?;
+        } else if let Some(labels) = &labels {
+            table.write_hdf5_with(out, Some(labels), Some(&lattice))?;
+        } else {
+            table.write_hdf5(out)?;
+        }
+    }
+    drop(stage);
+
+    if !args.quiet {
+        let mut text = format!(
+            "input      {} ({h}x{w} {})\n\
+             analysis   {}-connectivity, {} boundary, {}\n",
+            args.input.display(),
+            lattice.dtype(),
+            l.connectivity.neighbours(),
+            l.boundary,
+            mode(l.segments),
+        );
+        text.push_str(&summary(&table.stats(), l.boundary));
+        text.push_str(&format!(
+            "time       {:.3} ms ({} threads)\n",
+            elapsed.as_secs_f64() * 1e3,
+            l.threads.unwrap_or_else(rayon_threads)
+        ));
+        if analyzer.backend_name() != "cpu" {
+            text.push_str(&format!("backend    {}\n", analyzer.backend_name()));
+        }
+        if let Some(out) = &args.output {
+            text.push_str(&format!("output     {}\n", out.display()));
+        }
+        print_stdout(&text);
+    }
+    Ok(())
+}
+
+/// The lattice's statistics as summary lines: clusters, largest, S, P∞, wrapping, spanning.
+fn summary(s: &LatticeStats, boundary: Boundary) -> String {
+    let yes = |b: bool| if b { "yes" } else { "no" };
+    let fraction = |n: u64| {
+        if s.sites > 0 {
+            n as f64 / s.sites as f64
+        } else {
+            0.0
+        }
+    };
+    let mut text = format!(
+        "clusters   {}\n\
+         largest    {} sites ({:.4} of the lattice)\n\
+         mean size  S = {:.4} (clusters that neither wrap nor span)\n\
+         P∞         {:.6} ({} percolating cluster{})\n",
+        s.clusters,
+        s.largest,
+        fraction(s.largest),
+        s.mean_size,
+        s.p_infinity,
+        s.percolating,
+        if s.percolating == 1 { "" } else { "s" },
+    );
+    if boundary != Boundary::Open {
+        text.push_str(&format!(
+            "wrapping   x: {}, y: {}, both (one cluster): {}, either: {}\n",
+            yes(s.wraps_x),
+            yes(s.wraps_y),
+            yes(s.wraps_both),
+            yes(s.wraps_either)
+        ));
+    }
+    if !(boundary.wraps_x() && boundary.wraps_y()) {
+        let axis = |wraps: bool, spans: bool| if wraps { "-" } else { yes(spans) };
+        text.push_str(&format!(
+            "spanning   x: {}, y: {}\n",
+            axis(boundary.wraps_x(), s.spans_x),
+            axis(boundary.wraps_y(), s.spans_y),
+        ));
+    }
+    text
+}

@@ -1,0 +1,203 @@
+//! The file readers under hostile input: arbitrary bytes, valid files with bytes flipped or cut
+//! off, and headers that lie about the shape. Each must give a lattice or a typed error — never
+//! a panic, a hang or an allocation the header alone asked for. (proptest, bounded case counts;
+//! `PROPTEST_CASES` raises them for a longer hunt.)
+
+use clusterlab::io::{read_lattice, write_lattice, Lattice};
+use clusterlab::Error;
+use ndarray::Array2;
+use proptest::prelude::*;
+use proptest::test_runner::Config;
+use std::path::Path;
+use std::time::Instant;
+
+fn config(cases: u32) -> Config {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|s| s.parse().ok())
+        .unwrap_or(cases);
+    Config {
+        cases,
+        failure_persistence: None,
+        ..Config::default()
+    }
+}
+
+/// A typed error of the kinds a reader may give.
+fn acceptable(r: &clusterlab::Result<Lattice>) -> bool {
+    match r {
+        Ok(l) => l.dim().0 * l.dim().1 <= 1 << 20,
+        Err(
+            Error::BadInput { .. }
+            | Error::Io { .. }
+            | Error::Hdf5 { .. }
+            | Error::TooManySites { .. }
+            | Error::InvalidArgument(_),
+        ) => true,
+        Err(_) => false,
+    }
+}
+
+/// The bytes of a valid `.npy` (or `.h5`) file holding a small lattice.
+fn valid_file(dir: &Path, ext: &str, h: usize, w: usize, wide: bool) -> Vec<u8> {
+    let path = dir.join(format!("valid.{ext}"));
+    let lattice = if wide {
+        Lattice::U32(Array2::from_shape_fn((h, w), |(y, x)| {
+            (y * 7 + x * 3) as u32 % 70000
+        }))
+    } else {
+        Lattice::U8(Array2::from_shape_fn((h, w), |(y, x)| ((y + x) % 2) as u8))
+    };
+    write_lattice(&path, &lattice).unwrap();
+    std::fs::read(&path).unwrap()
+}
+
+/// A `.npy` header (version 1.0) for `descr` and `shape`, padded as NumPy pads it.
+fn npy_header(descr: &str, shape: &str) -> Vec<u8> {
+    let dict = format!("{{'descr': '{descr}', 'fortran_order': False, 'shape': {shape}, }}");
+    let mut len = 10 + dict.len() + 1;
+    let pad = (64 - len % 64) % 64;
+    len += pad;
+    let mut out = b"\x93NUMPY\x01\x00".to_vec();
+    out.extend_from_slice(&((len - 10) as u16).to_le_bytes());
+    out.extend_from_slice(dict.as_bytes());
+    out.extend(std::iter::repeat_n(b' ', pad));
+    out.push(b'\n');
+    out
+}
+
+fn read_bytes(dir: &Path, ext: &str, bytes: &[u8]) -> clusterlab::Result<Lattice> {
+    let path = dir.join(format!("fuzz.{ext}"));
+    std::fs::write(&path, bytes).unwrap();
+    read_lattice(&path, None)
+}
+
+proptest! {
+    #![proptest_config(config(96))]
+
+    #[test]
+    fn arbitrary_bytes_are_refused(bytes in prop::collection::vec(any::<u8>(), 0..600)) {
+        let dir = tempfile::tempdir().unwrap();
+        for ext in ["npy", "h5"] {
+            let r = read_bytes(dir.path(), ext, &bytes);
+            prop_assert!(acceptable(&r), "{ext}: {r:?}");
+        }
+        // Arbitrary bytes after a valid magic string.
+        let mut npy = b"\x93NUMPY\x01\x00".to_vec();
+        npy.extend_from_slice(&bytes);
+        let r = read_bytes(dir.path(), "npy", &npy);
+        prop_assert!(acceptable(&r), "{r:?}");
+    }
+
+    #[test]
+    fn mutated_npy_files_give_a_lattice_or_an_error(
+        h in 1usize..20, w in 1usize..20, wide in any::<bool>(),
+        flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..6),
+        cut in any::<prop::sample::Index>(), truncate in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = valid_file(dir.path(), "npy", h, w, wide);
+        for (at, v) in &flips {
+            let i = at.index(bytes.len());
+            bytes[i] = *v;
+        }
+        if truncate {
+            bytes.truncate(cut.index(bytes.len()));
+        }
+        let r = read_bytes(dir.path(), "npy", &bytes);
+        prop_assert!(acceptable(&r), "{r:?}");
+    }
+
+    #[test]
+    fn lying_npy_headers_are_refused_before_reading(
+        h in 1usize..100_000, w in 1usize..100_000,
+        descr in prop::sample::select(vec!["|u1", "<u2", "<u4", "<i8", "|b1", "<f4", "|O"]),
+        data in 0usize..64,
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = npy_header(descr, &format!("({h}, {w})"));
+        bytes.extend(std::iter::repeat_n(1u8, data));
+        let start = Instant::now();
+        let r = read_bytes(dir.path(), "npy", &bytes);
+        prop_assert!(acceptable(&r), "{r:?}");
+        // Only a header that its data fills can give a lattice.
+        if let Ok(l) = &r {
+            prop_assert!(l.dim() == (h, w) && h * w <= data, "{:?}", l.dim());
+        }
+        prop_assert!(start.elapsed().as_secs_f64() < 1.0);
+    }
+}
+
+proptest! {
+    // The HDF5 library's own checks do the work here; fewer cases (each opens a file).
+    #![proptest_config(config(32))]
+
+    #[test]
+    fn mutated_hdf5_files_give_a_lattice_or_an_error(
+        h in 1usize..12, w in 1usize..12,
+        flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+        cut in any::<prop::sample::Index>(), truncate in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = valid_file(dir.path(), "h5", h, w, false);
+        for (at, v) in &flips {
+            let i = at.index(bytes.len());
+            bytes[i] = *v;
+        }
+        if truncate {
+            bytes.truncate(cut.index(bytes.len()));
+        }
+        let r = read_bytes(dir.path(), "h5", &bytes);
+        prop_assert!(acceptable(&r), "{r:?}");
+    }
+}
+
+/// The case of the hardening issue: a header claiming 70000 × 70000 (4.9·10⁹ sites, beyond u32
+/// labels) on a sparse file is refused from the header, at once.
+#[test]
+fn oversized_headers_are_refused_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("big.npy");
+    let header = npy_header("|u1", "(70000, 70000)");
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len((header.len() + 70000 * 70000) as u64).unwrap();
+    drop(file);
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut f, &header).unwrap();
+    drop(f);
+    let start = Instant::now();
+    let e = read_lattice(&path, None).unwrap_err();
+    let took = start.elapsed();
+    assert!(matches!(e, Error::TooManySites { .. }), "{e}");
+    assert!(took.as_millis() < 100, "{took:?}");
+
+    // Within the label limit (65000² < 2^32 − 1) but 50.7 GB to read: refused from the header
+    // where the machine has less memory (the 2-core development machine and CI have 24 GB).
+    let path = dir.path().join("wide.npy");
+    let header = npy_header("<u8", "(65000, 65000)");
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len((header.len() + 8 * 65000 * 65000) as u64)
+        .unwrap();
+    drop(file);
+    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
+    std::io::Write::write_all(&mut f, &header).unwrap();
+    drop(f);
+    let memory = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            let line = m.lines().find(|l| l.starts_with("MemTotal:"))?.to_string();
+            line.split_whitespace().nth(1)?.parse::<u64>().ok()
+        })
+        .map(|kib| kib * 1024);
+    if memory.is_some_and(|m| m < 8 * 65000 * 65000) {
+        let start = Instant::now();
+        let e = read_lattice(&path, None).unwrap_err();
+        assert!(start.elapsed().as_millis() < 100);
+        let text = e.to_string();
+        assert!(matches!(e, Error::BadInput { .. }), "{e}");
+        assert!(
+            text.contains("50700000000 bytes") && text.contains("memory"),
+            "{text}"
+        );
+    }
+}
