@@ -1,5 +1,6 @@
 //! Run files: a run stopped at a checkpoint (rows written after it included) and resumed ends
 //! with the same series and spins as an uninterrupted run.
+#![cfg(feature = "hdf5")]
 
 use clusterlab::mc::{checkpoint_path, read_run, run_to_file, Model, RunConfig, Update};
 use clusterlab::{Backend, Error};

@@ -6,8 +6,8 @@
 //! wraps, the last column's `right` and the last row's `down` bonds wrap; on an open axis they are
 //! ignored. Every site belongs to a cluster (isolated sites are clusters of size 1).
 
-use super::lattice::{check_size, Boundary};
 use super::bits::{shl1, words, WORD};
+use super::lattice::{check_size, Boundary};
 use super::rule::JoinRule;
 use crate::{Error, Result};
 use ndarray::ArrayView2;

@@ -52,6 +52,7 @@ mod measure;
 mod metropolis;
 mod model;
 mod rng;
+#[cfg(feature = "hdf5")]
 mod run_file;
 mod stats;
 mod sw;
@@ -63,6 +64,7 @@ pub use measure::Sample;
 pub use metropolis::Metropolis;
 pub use model::{potts_tc, Model, ModelKind, ISING_TC};
 pub use rng::MAX_STREAMS;
+#[cfg(feature = "hdf5")]
 pub use run_file::{
     checkpoint_path, read_run, run_to_file, ChainSeries, Progress, RunConfig, RunData,
     MAX_TEMPERATURES, SERIES,
