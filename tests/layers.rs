@@ -16,6 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["device"],
     &["labeler", "analysis", "regions"],
     &["io", "generate"],
+    &["mc", "percolation"],
     &["plot"],
 ];
 

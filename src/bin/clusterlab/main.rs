@@ -5,6 +5,8 @@ mod analyze;
 mod args;
 mod generate;
 mod label;
+#[cfg(feature = "hdf5")]
+mod mc;
 #[cfg(feature = "plot")]
 mod plot;
 
@@ -39,6 +41,11 @@ enum Command {
     /// (--kind labels). Prints a one-line summary.
     #[cfg(feature = "plot")]
     Plot(plot::PlotArgs),
+    /// Ising and q-state Potts Monte Carlo (Swendsen–Wang, Wolff, Metropolis) into HDF5 run
+    /// files, and their reports.
+    #[cfg(feature = "hdf5")]
+    #[command(subcommand)]
+    Mc(mc::McCommand),
 }
 
 /// On SIGINT or SIGTERM (Ctrl-C, a batch scheduler's stop): remove the output being written
@@ -87,6 +94,8 @@ fn main() -> ExitCode {
         Command::Analyze(args) => analyze::run(args),
         #[cfg(feature = "plot")]
         Command::Plot(args) => plot::run(args),
+        #[cfg(feature = "hdf5")]
+        Command::Mc(command) => mc::run(command),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
