@@ -201,3 +201,51 @@ fn oversized_headers_are_refused_at_once() {
         );
     }
 }
+
+/// A small Monte Carlo run file (`clusterlab mc run`), for mutating.
+fn run_file_bytes(dir: &Path) -> Vec<u8> {
+    use clusterlab::mc::{run_to_file, Model, RunConfig, Update};
+    let cfg = RunConfig {
+        model: Model::ising(8, 8, 1.0).unwrap(),
+        temperatures: vec![2.2, 2.4],
+        update: Update::SwendsenWang,
+        seed: 1,
+        thermalize: 2,
+        sweeps: 10,
+        every: 1,
+        checkpoint_every: 5,
+        backend: clusterlab::Backend::Cpu,
+        command: "fuzz".into(),
+    };
+    let path = dir.join("run.h5");
+    run_to_file(&cfg, &path, false, true, &mut |_, _| {}).unwrap();
+    std::fs::read(&path).unwrap()
+}
+
+proptest! {
+    // Run files are HDF5 too: mutated or cut ones give a run or a typed error.
+    #![proptest_config(config(24))]
+
+    #[test]
+    fn mutated_run_files_give_a_run_or_an_error(
+        flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+        cut in any::<prop::sample::Index>(), truncate in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = run_file_bytes(dir.path());
+        for (at, v) in &flips {
+            let i = at.index(bytes.len());
+            bytes[i] = *v;
+        }
+        if truncate {
+            bytes.truncate(cut.index(bytes.len()));
+        }
+        let path = dir.path().join("fuzz.h5");
+        std::fs::write(&path, &bytes).unwrap();
+        match clusterlab::mc::read_run(&path) {
+            Ok(_) => {}
+            Err(Error::BadInput { .. } | Error::Io { .. } | Error::Hdf5 { .. } | Error::InvalidArgument(_)) => {}
+            Err(e) => prop_assert!(false, "{e:?}"),
+        }
+    }
+}
