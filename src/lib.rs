@@ -56,6 +56,7 @@ mod measure;
 
 pub mod analysis;
 mod labeler;
+pub mod percolation;
 pub mod regions;
 
 pub mod generate;
