@@ -5,6 +5,8 @@ mod analyze;
 mod args;
 mod generate;
 mod label;
+#[cfg(feature = "hdf5")]
+mod percolation;
 #[cfg(feature = "plot")]
 mod plot;
 
@@ -39,6 +41,11 @@ enum Command {
     /// (--kind labels). Prints a one-line summary.
     #[cfg(feature = "plot")]
     Plot(plot::PlotArgs),
+    /// Percolation-threshold studies: Newman–Ziff sweeps of several sizes into a resumable HDF5
+    /// study file, and the estimates (p_c, wrapping probabilities, τ) with errors, merges and
+    /// figures.
+    #[cfg(feature = "hdf5")]
+    Percolation(percolation::PercolationArgs),
 }
 
 fn main() -> ExitCode {
@@ -65,6 +72,8 @@ fn main() -> ExitCode {
         Command::Analyze(args) => analyze::run(args),
         #[cfg(feature = "plot")]
         Command::Plot(args) => plot::run(args),
+        #[cfg(feature = "hdf5")]
+        Command::Percolation(args) => percolation::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,
