@@ -103,26 +103,8 @@ pub fn weighted_line(x: &[f64], y: &[f64], sigma: &[f64], samples: u64) -> Resul
         )));
     }
     let design = DMatrix::from_fn(n, 2, |i, j| if j == 0 { 1.0 } else { x[i] });
-    let w = DVector::from_iterator(n, sigma.iter().map(|s| 1.0 / (s * s)));
-    let yv = DVector::from_column_slice(y);
-    let xtw = design.transpose() * DMatrix::from_diagonal(&w);
-    let normal = &xtw * &design;
-    // A (near-)singular normal matrix: all x equal. Cholesky alone may accept a zero pivot.
-    let det = normal.determinant();
-    if det.is_nan() || det <= 1e-12 * normal[(0, 0)] * normal[(1, 1)] {
-        return Err(Error::InvalidArgument("the fit's x values coincide".into()));
-    }
-    let chol = normal
-        .cholesky()
+    let (beta, cov, chi2) = least_squares(&design, y, sigma)
         .ok_or_else(|| Error::InvalidArgument("the fit's x values coincide".into()))?;
-    let cov = chol.inverse();
-    let beta = &cov * (&xtw * &yv);
-    let resid = &yv - &design * &beta;
-    let chi2 = resid
-        .iter()
-        .zip(w.iter())
-        .map(|(r, w)| r * r * w)
-        .sum::<f64>();
     Ok(LineFit {
         intercept: Estimate {
             value: beta[0],
@@ -172,105 +154,27 @@ pub fn extrapolate(sizes: &[usize], crossings: &[Estimate]) -> Result<LineFit> {
     }
 }
 
-/// A fit of `n_s ∝ s^(−τ)`.
-#[derive(Debug, Clone, PartialEq)]
-pub struct TauFit {
-    /// `τ` with its standard error (from the fit's covariance) and the samples behind it.
-    pub tau: Estimate,
-    /// The fitted range `[s_min, s_max]`.
-    pub range: (u64, u64),
-    /// The bins: `(representative s, n_s averaged over the bin, its Poisson stderr)`.
-    pub bins: Vec<(f64, f64, f64)>,
-    /// `χ²` and degrees of freedom of the fit.
-    pub chi2: f64,
-    /// Degrees of freedom.
-    pub dof: usize,
-}
-
-/// Fits `τ` to a cluster-size histogram (`counts[s]` = clusters of `s` sites, summed over
-/// `samples` lattices of `sites` sites) over `[s_min, s_max]` in logarithmic bins (4 per
-/// factor 2). Each bin's point is placed at the `s` where `s^(−τ)` equals its average over the
-/// bin's integers (iterated with the fitted `τ`), so integer binning does not bias the slope;
-/// `log n_s` is weighted by the bin's Poisson count.
-///
-/// # Errors
-/// [`Error::InvalidArgument`] for an empty range or fewer than 3 nonempty bins.
-pub fn fit_tau(
-    counts: &[u64],
-    samples: u64,
-    sites: usize,
-    s_min: u64,
-    s_max: u64,
-) -> Result<TauFit> {
-    let s_max = s_max.min(counts.len() as u64 - 1);
-    if s_min < 1 || s_min >= s_max {
-        return Err(Error::InvalidArgument(format!(
-            "bad n_s fit range [{s_min}, {s_max}]"
-        )));
+/// Weighted least squares `y ≈ X β` with errors `σ`: `(β, (XᵀWX)⁻¹, χ²)`, by nalgebra's
+/// Cholesky factorisation; `None` when the normal matrix is (nearly) singular.
+pub(crate) fn least_squares(
+    design: &DMatrix<f64>,
+    y: &[f64],
+    sigma: &[f64],
+) -> Option<(DVector<f64>, DMatrix<f64>, f64)> {
+    let n = y.len();
+    let w = DVector::from_iterator(n, sigma.iter().map(|s| 1.0 / (s * s)));
+    let yv = DVector::from_column_slice(y);
+    let xtw = design.transpose() * DMatrix::from_diagonal(&w);
+    let normal = &xtw * design;
+    // Cholesky alone may accept a zero pivot: compare the determinant with the diagonal.
+    let det = normal.determinant();
+    let scale: f64 = normal.diagonal().iter().product();
+    if det.is_nan() || det <= 1e-12 * scale {
+        return None;
     }
-    // Bin edges: s_min · 2^(k/4), rounded, distinct.
-    let mut edges = vec![s_min];
-    let mut k = 1;
-    loop {
-        let e = (s_min as f64 * 2f64.powf(k as f64 / 4.0)).round() as u64;
-        k += 1;
-        if e > s_max + 1 {
-            break;
-        }
-        if e > *edges.last().expect("nonempty") {
-            edges.push(e);
-        }
-    }
-    let norm = samples as f64 * sites as f64;
-    let raw: Vec<(u64, u64, u64)> = edges
-        .windows(2)
-        .map(|w| (w[0], w[1], (w[0]..w[1]).map(|s| counts[s as usize]).sum()))
-        .filter(|&(_, _, c)| c > 0)
-        .collect();
-    if raw.len() < 3 {
-        return Err(Error::InvalidArgument(
-            "fewer than 3 nonempty n_s bins in the fit range".into(),
-        ));
-    }
-    let mut tau = TAU;
-    let mut fit = None;
-    for _ in 0..5 {
-        let x: Vec<f64> = raw
-            .iter()
-            .map(|&(a, b, _)| {
-                let mean = (a..b).map(|s| (s as f64).powf(-tau)).sum::<f64>() / (b - a) as f64;
-                mean.ln() / -tau
-            })
-            .collect();
-        let y: Vec<f64> = raw
-            .iter()
-            .map(|&(a, b, c)| (c as f64 / (b - a) as f64 / norm).ln())
-            .collect();
-        let sig: Vec<f64> = raw
-            .iter()
-            .map(|&(_, _, c)| 1.0 / (c as f64).sqrt())
-            .collect();
-        let f = weighted_line(&x, &y, &sig, samples)?;
-        tau = -f.slope.value;
-        fit = Some((f, x));
-    }
-    let (f, x) = fit.expect("ran");
-    Ok(TauFit {
-        tau: Estimate {
-            value: -f.slope.value,
-            stderr: f.slope.stderr,
-            samples,
-        },
-        range: (s_min, s_max),
-        bins: raw
-            .iter()
-            .zip(&x)
-            .map(|(&(a, b, c), &lx)| {
-                let ns = c as f64 / (b - a) as f64 / norm;
-                (lx.exp(), ns, ns / (c as f64).sqrt())
-            })
-            .collect(),
-        chi2: f.chi2,
-        dof: f.dof,
-    })
+    let cov = normal.cholesky()?.inverse();
+    let beta = &cov * (&xtw * &yv);
+    let resid = &yv - design * &beta;
+    let chi2 = resid.iter().zip(w.iter()).map(|(r, w)| r * r * w).sum();
+    Some((beta, cov, chi2))
 }

@@ -40,17 +40,17 @@ mod study;
 #[cfg(feature = "hdf5")]
 mod study_file;
 mod sums;
+mod tau;
 #[cfg(test)]
 mod tests;
 
 pub use binomial::BinomialWeights;
 pub use canonical::{AtP, Curves, Estimate, Wrapping};
-pub use estimate::{
-    crossing, extrapolate, fit_tau, weighted_line, Crossing, LineFit, TauFit, NU, TAU,
-};
+pub use estimate::{crossing, extrapolate, weighted_line, Crossing, LineFit, NU, TAU};
 pub use model::{Geometry, Model, MAX_UNITS};
 pub use newman_ziff::{sample_order, Sweeper};
 pub use study::{Progress, SizeResult, Study, StudyConfig, StudyResults, MAX_SAMPLES};
 #[cfg(feature = "hdf5")]
 pub use study_file::{merge_files, read_study, write_study};
 pub use sums::{MicroSums, SampleRecord, EVENT_NAMES, NEVER};
+pub use tau::{fit_tau, TauFit, OMEGA};

@@ -2,10 +2,11 @@
 //! size, run in batches with a checkpoint after each, and the estimates derived from its sums.
 
 use super::canonical::{AtP, Curves, Estimate, Wrapping};
-use super::estimate::{crossing, extrapolate, fit_tau, Crossing, LineFit, TauFit};
+use super::estimate::{crossing, extrapolate, Crossing, LineFit};
 use super::model::{Geometry, Model};
 use super::newman_ziff::run_samples;
 use super::sums::MicroSums;
+use super::tau::{fit_tau, TauFit};
 use crate::cpu::pool::CpuPool;
 use crate::{Backend, Boundary, Error, Options, Result};
 use std::time::{Duration, Instant};
@@ -229,10 +230,10 @@ impl Study {
             let tau = sums.ns_counts.first().and_then(|counts| {
                 let g = sums.geometry;
                 let l = g.width.min(g.height) as f64;
-                // From s = 16, past the smallest clusters' corrections to scaling, to a
-                // hundredth of the largest clusters' L^D (D = 91/48).
-                let s_max = (l.powf(91.0 / 48.0) / 100.0) as u64;
-                fit_tau(counts, sums.samples, g.sites(), 16, s_max).ok()
+                // From s = 8 (the fit carries the leading correction to scaling) to a
+                // twentieth of the largest clusters' L^D (D = 91/48), clear of the cutoff.
+                let s_max = (l.powf(91.0 / 48.0) / 20.0) as u64;
+                fit_tau(counts, sums.samples, g.sites(), 8, s_max).ok()
             });
             sizes.push(SizeResult {
                 width: sums.geometry.width,
@@ -290,8 +291,8 @@ pub struct SizeResult {
     pub at_pc: [Estimate; 6],
     /// Where `R_hv` crosses its `L → ∞` value (none on cylinders or rectangles).
     pub crossing: Option<Crossing>,
-    /// `τ` from `n_s` at `n = round(p_c N)` over `s ∈ [16, L^(91/48)/100]` (none when the range
-    /// holds fewer than 3 bins).
+    /// `τ` from `n_s` at `n = round(p_c N)` over `s ∈ [8, L^(91/48)/20]` with the leading
+    /// correction to scaling (none when the range holds fewer than 4 bins).
     pub tau: Option<TauFit>,
 }
 
