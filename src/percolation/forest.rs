@@ -51,14 +51,28 @@ pub(crate) struct Observables {
     pub any_both: bool,
 }
 
+/// One site of the forest, packed so that a step of `find` touches one cache line.
+#[derive(Debug, Clone, Copy)]
+struct Node {
+    parent: u32,
+    /// Cluster size, valid at roots.
+    size: u32,
+    /// Unwrapped displacement from the site to its parent (`x`, `y`).
+    dx: i32,
+    dy: i32,
+}
+
+const EMPTY_NODE: Node = Node {
+    parent: EMPTY,
+    size: 0,
+    dx: 0,
+    dy: 0,
+};
+
 /// The forest, reused from sample to sample (it owns its buffers).
 pub(crate) struct Forest {
     geometry: Geometry,
-    parent: Vec<u32>,
-    /// Unwrapped displacement from a site to its parent (`x`, `y`).
-    disp: Vec<(i32, i32)>,
-    /// Cluster size, valid at roots.
-    size: Vec<u32>,
+    nodes: Vec<Node>,
     /// Flags, valid at roots.
     flags: Vec<u8>,
     obs: Observables,
@@ -69,9 +83,7 @@ impl Forest {
         let n = geometry.sites();
         Forest {
             geometry,
-            parent: vec![EMPTY; n],
-            disp: vec![(0, 0); n],
-            size: vec![0; n],
+            nodes: vec![EMPTY_NODE; n],
             flags: vec![0; n],
             obs: Observables::default(),
         }
@@ -83,21 +95,21 @@ impl Forest {
 
     /// Empties every site (site percolation's start).
     pub(crate) fn clear(&mut self) {
-        self.parent.fill(EMPTY);
+        self.nodes.fill(EMPTY_NODE);
         self.obs = Observables::default();
     }
 
     /// Occupies every site as its own cluster (bond percolation's start).
     pub(crate) fn fill_isolated(&mut self) {
         self.clear();
-        for i in 0..self.parent.len() {
+        for i in 0..self.nodes.len() {
             self.occupy(i);
         }
     }
 
     #[inline]
     pub(crate) fn is_occupied(&self, i: usize) -> bool {
-        self.parent[i] != EMPTY
+        self.nodes[i].parent != EMPTY
     }
 
     /// The touch flags of site `i` along the open axes.
@@ -140,9 +152,12 @@ impl Forest {
     /// Occupies site `i` as a new cluster of one site (no links yet).
     #[inline]
     pub(crate) fn occupy(&mut self, i: usize) {
-        self.parent[i] = i as u32;
-        self.disp[i] = (0, 0);
-        self.size[i] = 1;
+        self.nodes[i] = Node {
+            parent: i as u32,
+            size: 1,
+            dx: 0,
+            dy: 0,
+        };
         let f = self.touch_flags(i);
         self.flags[i] = f;
         self.account(1, f, true);
@@ -152,19 +167,27 @@ impl Forest {
     #[inline]
     fn find(&mut self, i: usize) -> (usize, i32, i32) {
         let (mut r, mut dx, mut dy) = (i, 0i32, 0i32);
-        while self.parent[r] as usize != r {
-            let (ex, ey) = self.disp[r];
-            dx += ex;
-            dy += ey;
-            r = self.parent[r] as usize;
+        loop {
+            let node = self.nodes[r];
+            if node.parent as usize == r {
+                break;
+            }
+            dx += node.dx;
+            dy += node.dy;
+            r = node.parent as usize;
         }
         // Second pass: point every node of the path at the root with its total displacement.
         let (mut k, mut kx, mut ky) = (i, dx, dy);
-        while self.parent[k] as usize != r {
-            let next = self.parent[k] as usize;
-            let (ex, ey) = self.disp[k];
-            self.parent[k] = r as u32;
-            self.disp[k] = (kx, ky);
+        while k != r {
+            let node = &mut self.nodes[k];
+            let next = node.parent as usize;
+            if next == r {
+                break;
+            }
+            let (ex, ey) = (node.dx, node.dy);
+            node.parent = r as u32;
+            node.dx = kx;
+            node.dy = ky;
             kx -= ex;
             ky -= ey;
             k = next;
@@ -185,28 +208,29 @@ impl Forest {
             let f = self.flags[ra];
             let g = f | if wx != 0 { WRAP_X } else { 0 } | if wy != 0 { WRAP_Y } else { 0 };
             if g != f {
-                self.account(self.size[ra], f, false);
+                let size = self.nodes[ra].size;
+                self.account(size, f, false);
                 self.flags[ra] = g;
-                self.account(self.size[ra], g, true);
+                self.account(size, g, true);
             }
             return;
         }
-        let (sa, sb) = (self.size[ra], self.size[rb]);
+        let (sa, sb) = (self.nodes[ra].size, self.nodes[rb].size);
         let (fa, fb) = (self.flags[ra], self.flags[rb]);
         self.account(sa, fa, false);
         self.account(sb, fb, false);
         // Position of rb relative to ra: (a to ra) reversed, then the step, then b to rb.
         let (rx, ry) = (sx + bx - ax, sy + by - ay);
-        let root = if sa >= sb {
-            self.parent[rb] = ra as u32;
-            self.disp[rb] = (-rx, -ry);
-            ra
+        let (root, child, cx, cy) = if sa >= sb {
+            (ra, rb, -rx, -ry)
         } else {
-            self.parent[ra] = rb as u32;
-            self.disp[ra] = (rx, ry);
-            rb
+            (rb, ra, rx, ry)
         };
-        self.size[root] = sa + sb;
+        let c = &mut self.nodes[child];
+        c.parent = root as u32;
+        c.dx = cx;
+        c.dy = cy;
+        self.nodes[root].size = sa + sb;
         self.flags[root] = fa | fb;
         self.account(sa + sb, fa | fb, true);
     }
@@ -250,9 +274,9 @@ impl Forest {
 
     /// Adds one to `hist[s]` for every cluster of `s` sites that does not percolate.
     pub(crate) fn count_finite_sizes(&self, hist: &mut [u64]) {
-        for (i, &p) in self.parent.iter().enumerate() {
-            if p as usize == i && !percolates(self.flags[i]) {
-                hist[self.size[i] as usize] += 1;
+        for (i, node) in self.nodes.iter().enumerate() {
+            if node.parent as usize == i && !percolates(self.flags[i]) {
+                hist[node.size as usize] += 1;
             }
         }
     }
@@ -260,9 +284,15 @@ impl Forest {
     /// Per root: `(size, wraps or spans along x, along y)`, for tests.
     #[cfg(test)]
     pub(crate) fn clusters(&self) -> Vec<(u32, bool, bool)> {
-        (0..self.parent.len())
-            .filter(|&i| self.parent[i] as usize == i)
-            .map(|i| (self.size[i], along_x(self.flags[i]), along_y(self.flags[i])))
+        (0..self.nodes.len())
+            .filter(|&i| self.nodes[i].parent as usize == i)
+            .map(|i| {
+                (
+                    self.nodes[i].size,
+                    along_x(self.flags[i]),
+                    along_y(self.flags[i]),
+                )
+            })
             .collect()
     }
 }
