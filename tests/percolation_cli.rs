@@ -165,4 +165,27 @@ fn run_report_merge_and_refusals() {
     let out = clusterlab(d, &["report", "all.h5", "--json"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["samples"], 160);
+
+    #[cfg(feature = "plot")]
+    {
+        let out = clusterlab(d, &["plot", "all.h5", "--output-dir", "figures"]);
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        for name in [
+            "R_h",
+            "R_e",
+            "R_b",
+            "R_1",
+            "P_inf",
+            "S",
+            "ns",
+            "pc_extrapolation",
+        ] {
+            let png = std::fs::read(d.join("figures").join(format!("{name}.png"))).unwrap();
+            assert_eq!(&png[1..4], b"PNG", "{name}");
+        }
+    }
 }
