@@ -32,14 +32,21 @@
 //! `CLUSTERLAB_BENCH_THREADS=n` (the "all threads" count; default: available parallelism),
 //! `CLUSTERLAB_PYTHON` (default `python3`), `CLUSTERLAB_BENCH_NO_PEERS=1` (clusterlab only).
 
+mod common;
+
 use clusterlab::generate::percolation;
 use clusterlab::{Analyzer, Boundary, ClusterTable, Connectivity, Labeler, Measures, Parallelism};
+use common::{json_num, json_str, Args, Timing};
 use ndarray::Array2;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::path::Path;
 use std::process::{Command, ExitCode};
-use std::time::Instant;
+
+const USAGE: &str = "usage: cargo bench --bench analysis_vs_peers -- [--quick]
+  --quick   256² and 512², 1 warm-up, 2 repeats (as CLUSTERLAB_BENCH_QUICK=1)
+environment: CLUSTERLAB_BENCH_QUICK, CLUSTERLAB_BENCH_THREADS, CLUSTERLAB_PYTHON,
+CLUSTERLAB_BENCH_NO_PEERS";
 
 const P_C4: f64 = 0.592746;
 const P_C8: f64 = 0.407254;
@@ -56,14 +63,11 @@ struct Settings {
 }
 
 impl Settings {
-    fn from_env() -> Settings {
-        let flag = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty() && v != "0");
-        let quick = flag("CLUSTERLAB_BENCH_QUICK") || std::env::args().any(|a| a == "--quick");
-        let threads_all = std::env::var("CLUSTERLAB_BENCH_THREADS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|&n: &usize| n > 0)
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    /// The settings from the environment; `quick` is the `--quick` flag.
+    fn from_env(quick: bool) -> Settings {
+        let flag = common::env_flag;
+        let quick = quick || flag("CLUSTERLAB_BENCH_QUICK");
+        let threads_all = common::threads_all();
         Settings {
             quick,
             warmup: if quick { 1 } else { 2 },
@@ -77,31 +81,20 @@ impl Settings {
     }
 
     fn thread_counts(&self) -> Vec<usize> {
-        if self.threads_all > 1 {
-            vec![1, self.threads_all]
-        } else {
-            vec![1]
-        }
+        common::thread_counts(self.threads_all)
     }
 }
 
 /// Median of `f`'s wall time in ms after warm-up, and the number of timed calls.
-fn median_ms(s: &Settings, mut f: impl FnMut()) -> (f64, usize) {
-    for _ in 0..s.warmup {
-        f();
-    }
-    let mut times = Vec::new();
-    let start = Instant::now();
-    while times.len() < s.repeats || start.elapsed().as_secs_f64() < s.min_time {
-        let t0 = Instant::now();
-        f();
-        times.push(t0.elapsed().as_secs_f64() * 1e3);
-        if times.len() >= 1000 {
-            break;
-        }
-    }
-    times.sort_by(f64::total_cmp);
-    (times[times.len() / 2], times.len())
+fn median_ms(s: &Settings, f: impl FnMut()) -> (f64, usize) {
+    let timing = Timing {
+        warmup: s.warmup,
+        repeats: s.repeats,
+        min_seconds: s.min_time,
+        max_repeats: 1000,
+    };
+    let (times, ()) = timing.run(f);
+    (times.upper_median(), times.len())
 }
 
 struct Case {
@@ -241,27 +234,20 @@ fn fmt_opt(x: Option<f64>, prec: usize) -> String {
     x.map_or_else(|| "–".into(), |v| format!("{v:.prec$}"))
 }
 
-fn json_num(x: Option<f64>) -> String {
-    match x {
-        Some(v) if v.is_finite() => format!("{v:.6}"),
-        _ => "null".into(),
-    }
-}
-
 fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| "unknown".into())
+    common::cpu_model().unwrap_or_else(|| "unknown".into())
 }
 
 fn main() -> ExitCode {
-    let s = Settings::from_env();
+    let mut quick = false;
+    let mut args = Args::from_env(USAGE);
+    while let Some(a) = args.next_flag() {
+        match a.as_str() {
+            "--quick" => quick = true,
+            other => args.unknown(other),
+        }
+    }
+    let s = Settings::from_env(quick);
     let cases = cases(&s);
     let dir = match tempfile::tempdir() {
         Ok(d) => d,
@@ -391,7 +377,7 @@ fn main() -> ExitCode {
     let mut j = String::new();
     let _ = writeln!(j, "{{\n  \"bench\": \"analysis_vs_peers\",");
     let _ = writeln!(j, "  \"quick\": {},", s.quick);
-    let _ = writeln!(j, "  \"cpu\": \"{}\",", cpu_model().replace('"', "'"));
+    let _ = writeln!(j, "  \"cpu\": {},", json_str(&cpu_model()));
     let _ = writeln!(j, "  \"threads_all\": {},", s.threads_all);
     let _ = writeln!(
         j,

@@ -26,8 +26,11 @@
 //! The lattices come from [`clusterlab::generate`]: site percolation from MT19937 with fixed seeds
 //! (granular images are `g × g` blocks occupied with probability 0.5), and a square spiral.
 
+mod common;
+
 use clusterlab::generate::{percolation, spiral};
 use clusterlab::{Boundary, Connectivity, Labeler, Parallelism};
+use common::{json_num, json_opt, json_str, load_average, Args, Timing};
 use ndarray::Array2;
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -35,6 +38,10 @@ use std::io::{BufRead, BufReader, Write as _};
 use std::path::Path;
 use std::process::{Child, ChildStdin, ChildStdout, Command, ExitCode, Stdio};
 use std::time::Instant;
+
+const USAGE: &str = "usage: cargo bench --bench cpu_vs_peers -- [--quick]
+  --quick   small lattices, 1 warm-up, 2 repeats (as CLUSTERLAB_BENCH_QUICK=1)
+environment: CLUSTERLAB_BENCH_QUICK, CLUSTERLAB_BENCH_THREADS, CLUSTERLAB_PYTHON";
 
 /// Site percolation threshold of the square lattice, 4-connectivity (nearest neighbours).
 const P_C4: f64 = 0.592746;
@@ -151,14 +158,10 @@ struct Settings {
 }
 
 impl Settings {
-    fn from_env() -> Settings {
-        let flag = |k: &str| std::env::var(k).is_ok_and(|v| !v.is_empty() && v != "0");
-        let quick = flag("CLUSTERLAB_BENCH_QUICK") || std::env::args().any(|a| a == "--quick");
-        let threads_all = std::env::var("CLUSTERLAB_BENCH_THREADS")
-            .ok()
-            .and_then(|v| v.parse().ok())
-            .filter(|&n: &usize| n > 0)
-            .unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    /// The settings from the environment; `quick` is the `--quick` flag.
+    fn from_env(quick: bool) -> Settings {
+        let quick = quick || common::env_flag("CLUSTERLAB_BENCH_QUICK");
+        let threads_all = common::threads_all();
         let python = std::env::var("CLUSTERLAB_PYTHON").unwrap_or_else(|_| "python3".into());
         if quick {
             Settings {
@@ -189,38 +192,20 @@ impl Settings {
 
     /// The thread counts to compare at: 1 and all (once if all is 1).
     fn thread_counts(&self) -> Vec<usize> {
-        if self.threads_all > 1 {
-            vec![1, self.threads_all]
-        } else {
-            vec![1]
-        }
+        common::thread_counts(self.threads_all)
     }
 }
 
 /// Median wall time of `f` in ms after warm-up, the number of timed calls, and `f`'s result.
-fn median_ms(s: &Settings, mut f: impl FnMut() -> usize) -> (f64, usize, usize) {
-    for _ in 0..s.warmup {
-        std::hint::black_box(f());
-    }
-    let mut times = Vec::new();
-    let start = Instant::now();
-    let result = loop {
-        let t0 = Instant::now();
-        let result = f();
-        times.push(t0.elapsed().as_secs_f64());
-        let done = times.len() >= s.repeats && start.elapsed().as_secs_f64() >= s.min_time;
-        if done || times.len() >= s.max_repeats {
-            break result;
-        }
+fn median_ms(s: &Settings, f: impl FnMut() -> usize) -> (f64, usize, usize) {
+    let timing = Timing {
+        warmup: s.warmup,
+        repeats: s.repeats,
+        min_seconds: s.min_time,
+        max_repeats: s.max_repeats,
     };
-    times.sort_by(f64::total_cmp);
-    let n = times.len();
-    let median = if n % 2 == 1 {
-        times[n / 2]
-    } else {
-        (times[n / 2 - 1] + times[n / 2]) / 2.0
-    };
-    (median * 1e3, n, result)
+    let (times, result) = timing.run(f);
+    (times.median(), times.len(), result)
 }
 
 /// A peer's median for one lattice, connectivity and thread count.
@@ -347,50 +332,9 @@ struct Row {
     matches: bool,
 }
 
-fn json_str(s: &str) -> String {
-    let mut out = String::from("\"");
-    for c in s.chars() {
-        match c {
-            '"' => out.push_str("\\\""),
-            '\\' => out.push_str("\\\\"),
-            c if (c as u32) < 0x20 => {
-                let _ = write!(out, "\\u{:04x}", c as u32);
-            }
-            c => out.push(c),
-        }
-    }
-    out.push('"');
-    out
-}
-
-fn json_num(x: Option<f64>) -> String {
-    match x {
-        Some(x) if x.is_finite() => format!("{x:.6}"),
-        _ => "null".into(),
-    }
-}
-
-fn json_opt<T: ToString>(x: Option<T>) -> String {
-    x.map_or_else(|| "null".into(), |v| v.to_string())
-}
-
+/// The CPU's model name, else the architecture.
 fn cpu_model() -> String {
-    std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find(|l| l.starts_with("model name"))
-                .and_then(|l| l.split(':').nth(1))
-                .map(|m| m.trim().to_string())
-        })
-        .unwrap_or_else(|| std::env::consts::ARCH.to_string())
-}
-
-/// The 1-, 5- and 15-minute load averages (Linux), to judge how busy the machine was.
-fn load_average() -> Option<String> {
-    let text = std::fs::read_to_string("/proc/loadavg").ok()?;
-    let fields: Vec<&str> = text.split_whitespace().take(3).collect();
-    (fields.len() == 3).then(|| fields.join(" "))
+    common::cpu_model().unwrap_or_else(|| std::env::consts::ARCH.to_string())
 }
 
 fn write_json(
@@ -653,7 +597,15 @@ fn run(s: &Settings, dir: &Path) -> Result<usize, String> {
 }
 
 fn main() -> ExitCode {
-    let s = Settings::from_env();
+    let mut quick = false;
+    let mut args = Args::from_env(USAGE);
+    while let Some(a) = args.next_flag() {
+        match a.as_str() {
+            "--quick" => quick = true,
+            other => args.unknown(other),
+        }
+    }
+    let s = Settings::from_env(quick);
     println!(
         "cpu_vs_peers: {} run, CPU {}, thread counts {:?}, median of >= {} runs and >= {} s \
          after {} warm-up; each peer is timed right before clusterlab on the same lattice",

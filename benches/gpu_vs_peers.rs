@@ -22,19 +22,22 @@
 //! Prints one table and writes `bench-out/gpu.json`. Cluster counts are compared with cupyx's and
 //! OpenCV's; a mismatch fails the run. Set `CLUSTERLAB_BENCH_QUICK=1` to skip the 2048² grid.
 
-use clusterlab::cuda::cudarc::driver::sys::CUevent_flags;
+mod common;
+
 use clusterlab::cuda::{cuda_available, CudaLabeler, Numbering};
 use clusterlab::generate::{percolation, spiral};
 use clusterlab::{Algorithm, Boundary, Connectivity};
+use common::gpu::EventTimer;
+use common::{bandwidth, env_usize, floor_ms, Args, Samples};
 use ndarray::Array2;
 use serde_json::{json, Value};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode};
 use std::time::Instant;
 
-/// The H200's measured copy bandwidth, bytes per second: the floor reads the `u8` lattice once
-/// and writes the `u32` labels once.
-const BANDWIDTH: f64 = 4.2e12;
+const USAGE: &str = "usage: cargo bench --bench gpu_vs_peers
+environment: CLUSTERLAB_BENCH_REPS (20), CLUSTERLAB_BENCH_QUICK=1 (no 2048² grid),
+CLUSTERLAB_BENCH_DIR (/tmp/clusterlab-gpu-bench), PYTHON (python3)";
 const P_C: f64 = 0.592746;
 const ALGORITHMS: [Algorithm; 5] = [
     Algorithm::BitRuns,
@@ -103,13 +106,6 @@ fn cases(quick: bool) -> Vec<Case> {
     v
 }
 
-fn env_usize(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
 /// One timing of ours.
 struct Ours {
     algorithm: Algorithm,
@@ -124,7 +120,7 @@ fn time_ours(case: &Case, c: Connectivity, reps: usize) -> Result<Vec<Ours>, Str
     let err = |e: clusterlab::Error| e.to_string();
     let first = CudaLabeler::new(0, c, Boundary::Open).map_err(err)?;
     let stream = first.stream().clone();
-    let ctx = first.context().clone();
+    let timer = EventTimer::new(&stream).map_err(|e| e.to_string())?;
     let input = stream
         .clone_htod(case.lattice.as_slice().expect("standard layout"))
         .map_err(|e| e.to_string())?;
@@ -146,25 +142,19 @@ fn time_ours(case: &Case, c: Connectivity, reps: usize) -> Result<Vec<Ours>, Str
                 gpu.label_device(&input, h, w, &mut output).map_err(err)?;
             }
             let count = gpu.count().map_err(err)?;
-            let start = ctx
-                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(|e| e.to_string())?;
-            let end = ctx
-                .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
-                .map_err(|e| e.to_string())?;
             let mut times = Vec::with_capacity(reps);
             for _ in 0..reps {
-                start.record(&stream).map_err(|e| e.to_string())?;
-                gpu.label_device(&input, h, w, &mut output).map_err(err)?;
-                end.record(&stream).map_err(|e| e.to_string())?;
-                times.push(start.elapsed_ms(&end).map_err(|e| e.to_string())? as f64);
+                let t = timer
+                    .time(|| gpu.label_device(&input, h, w, &mut output))
+                    .map_err(|e| e.to_string())?;
+                times.push(t);
             }
-            times.sort_by(f64::total_cmp);
+            let times = Samples::new(times);
             rows.push(Ours {
                 algorithm: alg,
                 numbering: num,
-                median_ms: times[times.len() / 2],
-                min_ms: times[0],
+                median_ms: times.upper_median(),
+                min_ms: times.min(),
                 count,
             });
         }
@@ -237,6 +227,7 @@ fn conn_num(c: Connectivity) -> u64 {
 
 fn run() -> Result<bool, String> {
     let info = cuda_available().map_err(|e| e.to_string())?;
+    let (bw, note) = bandwidth(&info.name);
     let reps = env_usize("CLUSTERLAB_BENCH_REPS", 20);
     let quick = std::env::var("CLUSTERLAB_BENCH_QUICK").is_ok_and(|v| v == "1");
     let dir = PathBuf::from(
@@ -258,6 +249,9 @@ fn run() -> Result<bool, String> {
         cases.len(),
         t.elapsed().as_secs_f64()
     );
+    if let Some(note) = note {
+        println!("{note}");
+    }
 
     let mut ours = Vec::new();
     for case in &cases {
@@ -290,7 +284,7 @@ fn run() -> Result<bool, String> {
     );
     for (case, c, rows, host) in &ours {
         let (h, w) = case.lattice.dim();
-        let floor_ms = (h * w) as f64 * 5.0 / BANDWIDTH * 1e3;
+        let floor_ms = floor_ms((h * w) as f64 * 5.0, bw);
         let peer = peer_rows
             .iter()
             .find(|r| r["file"] == case.file.as_str() && r["conn"] == conn_num(*c))
@@ -365,7 +359,7 @@ fn run() -> Result<bool, String> {
     let report = json!({
         "device": info.name,
         "reps": reps,
-        "bandwidth_bytes_per_s": BANDWIDTH,
+        "bandwidth_bytes_per_s": bw,
         "peer_versions": peers["versions"],
         "cases": out_rows,
     });
@@ -379,6 +373,10 @@ fn run() -> Result<bool, String> {
 }
 
 fn main() -> ExitCode {
+    let mut args = Args::from_env(USAGE);
+    if let Some(a) = args.next_flag() {
+        args.unknown(&a);
+    }
     match run() {
         Ok(true) => ExitCode::SUCCESS,
         Ok(false) => {

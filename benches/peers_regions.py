@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Times seeded regions in scikit-image, OpenCV and CuPy for examples/regions_bench.rs.
+"""Times seeded regions in scikit-image, OpenCV and CuPy for benches/regions.rs.
 
     python3 benches/peers_regions.py --dir DIR --repeats R
 

@@ -27,6 +27,9 @@
 // Accumulators are structure-of-arrays over pieces; minima are stored complemented (~v) so that
 // every array starts at zero and takes atomicMax. Sums are exact 64-bit integers (the host checks
 // that they cannot overflow).
+#pragma once
+#include "common.cuh"
+#include "canonical.cu"
 
 #define HIST_CAP 1024
 #define FULL_LABEL 0xffffffffu

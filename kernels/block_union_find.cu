@@ -20,6 +20,8 @@
 //               that every later find takes at most two steps.
 //   buf_final_raw  every site gets its block's root + 1 (0 where empty); roots are counted.
 // Canonical numbering then runs canonical.cu's kernels on P.
+#pragma once
+#include "common.cuh"
 
 #define TILE 32
 

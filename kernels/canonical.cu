@@ -16,6 +16,8 @@
 //
 // In a segment, thread t handles sites seg * SEG_SITES + i * SEG_THREADS + t for i < SEG_ITEMS
 // ("row" i of the segment), so that accesses are coalesced.
+#pragma once
+#include "common.cuh"
 
 #define SEG_THREADS 256
 #define SEG_ITEMS 16

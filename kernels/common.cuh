@@ -12,6 +12,7 @@
 // order (a site index). A root r holds r + 1; empty blocks are never read. Nodes always link to
 // smaller keys, so a root is the smallest site of its cluster and root + 1 is the raw label.
 // With 1x1 blocks P is the label array itself.
+#pragma once
 
 typedef unsigned char u8;
 typedef unsigned short u16;

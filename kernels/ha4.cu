@@ -26,6 +26,8 @@
 //   vertical: at the first site where both are joined, which is A's or B's start;
 //   8-connectivity: A's start a joined to (y - 1, a - 1) but not to (y - 1, a), and B's start b
 //   joined to (y, b - 1) but not to (y, b). Any two 8-adjacent runs meet one of these.
+#pragma once
+#include "common.cuh"
 
 #ifndef HA_ROWS
 #define HA_ROWS 4

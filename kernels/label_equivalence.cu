@@ -9,6 +9,8 @@
 // barriers, so the host never waits on the done flag. state[0..2]: barrier; state[2..4]: the
 // changed flags of even/odd iterations; state[4..6]: the root counts of even/odd iterations.
 // Compiled with BW = BH = 1, so canonical.cu's kernels number the result (with P = L).
+#pragma once
+#include "common.cuh"
 
 extern "C" __global__ void __launch_bounds__(256)
 le_init(const site_t* __restrict__ in, u32* L, u32 n) {

@@ -4,6 +4,8 @@
 // and keeps the components that touch no open edge.
 //
 // The comparison |v - r| <= t is done in float, as on the CPU (no fast math: bit-identical).
+#pragma once
+#include "common.cuh"
 
 // A site meets the criterion when every channel does. ref and tol hold c floats each.
 template <typename T>

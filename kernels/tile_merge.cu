@@ -23,6 +23,8 @@
 //               numbering. (This replaces the paper's kernel 3, which flattened the tile borders
 //               between levels to keep these walks short.)
 // Canonical numbering then runs canonical.cu's kernels on L.
+#pragma once
+#include "common.cuh"
 
 #define TILE 32
 // Rows of a tile per thread: CTAs are TILE x (TILE / PER) threads (TILE / FPER in tm_final).

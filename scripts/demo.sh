@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 source scripts/setup.sh
 
 cargo build --release --locked --bin clusterlab
-bin=target/release/clusterlab
+bin="${CARGO_TARGET_DIR:-target}/release/clusterlab"
 out=target/demo
 mkdir -p "$out"
 

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""Markdown tables from the GPU benchmark's JSON (benches/gpu_vs_peers.rs), for the README.
+"""Markdown tables from the GPU benchmark's JSON (benches/gpu_vs_peers.rs), for BENCHMARKS.md.
 
     python3 scripts/gpu-table.py bench-out/gpu.json
+
+(scripts/benchmarks-md.py calls `table` to regenerate BENCHMARKS.md.)
 
 Prints the main table (every lattice but the 2048² grid: raw and canonical medians of every
 algorithm, cupyx and OpenCV in the same run, the ratio to cupyx of the fastest canonical labeling
@@ -14,7 +16,12 @@ import sys
 
 
 def main():
-    r = json.load(open(sys.argv[1]))
+    table(sys.argv[1])
+
+
+def table(path):
+    """Prints the tables of the GPU benchmark's JSON at `path`."""
+    r = json.load(open(path))
     v = r.get("peer_versions", {})
     print(f"Device: {r['device']}; {r['reps']} timed runs after 3 warm-ups, medians in ms; "
           f"CuPy {v.get('cupy')}, OpenCV {v.get('opencv')} on {next((c['peers'].get('opencv_threads') for c in r['cases'] if c['peers']), '?')} threads.\n")

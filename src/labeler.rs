@@ -194,10 +194,12 @@ impl Labeler {
     /// Labels `lattice` into a new label array.
     ///
     /// # Errors
-    /// As [`Labeler::label_into`].
+    /// As [`Labeler::label_into`], and [`Error::OutOfMemory`] (with the bytes) when the label
+    /// image cannot be allocated.
     pub fn label<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<Labels> {
         check_size(lattice.nrows(), lattice.ncols())?;
-        let mut array = Array2::zeros(lattice.dim());
+        let (h, w) = lattice.dim();
+        let mut array = crate::core::alloc::zeros(h, w, "the label image")?;
         let count = self.label_into(lattice, array.view_mut())?;
         Ok(Labels { array, count })
     }

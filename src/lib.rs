@@ -21,7 +21,8 @@
 //! ```
 //!
 //! For labeling every timestep of a simulation, keep a [`Labeler`]: it owns its buffers and,
-//! after the first call, labels without allocating.
+//! after the first call, labels without allocating. Coming from scipy, cc3d, scikit-image or
+//! OpenCV: [`docs::coming_from`] maps their calls onto these.
 //!
 //! ## Conventions
 //! A lattice is indexed `[y, x]` (row, column); nonzero sites are occupied. Labels are `u32`:
@@ -41,7 +42,8 @@
 // Layers, bottom up; each imports only from the layers before it:
 // core (lattice, options, labels, error, bits, rule, region) ← measure (the cluster table and
 // the host logic both backends share) ← backends (cpu, cuda) ← device (the one CPU/GPU seam)
-// ← front ends (labeler, analysis, regions) ← I/O, generate, plot ← the binary.
+// ← front ends (labeler, analysis, regions) ← I/O, generate ← studies (percolation) ← plot
+// ← the binary.
 mod core;
 mod cpu;
 #[cfg(feature = "cuda")]
@@ -56,11 +58,16 @@ mod measure;
 
 pub mod analysis;
 mod labeler;
-pub mod percolation;
 pub mod regions;
 
 pub mod generate;
 pub mod io;
+
+pub mod percolation;
+
+// Guides (prose and doctests only), e.g. `docs::coming_from` for users of scipy, cc3d,
+// scikit-image and OpenCV.
+pub mod docs;
 #[cfg(feature = "plot")]
 pub mod plot;
 
@@ -71,7 +78,7 @@ pub use crate::core::error::{Error, Result};
 pub use crate::core::labels::Labels;
 pub use crate::core::lattice::{Boundary, Connectivity, SiteValue, MAX_SITES};
 pub use crate::core::options::{Algorithm, Backend, Options, Parallelism, MAX_THREADS};
-pub use analysis::{analyze, Analyzer};
+pub use analysis::{analyze, measure, Analyzer};
 pub use labeler::Labeler;
 pub use measure::size_distribution::SizeDistribution;
 pub use measure::stats::{LatticeStats, Percolating};

@@ -643,3 +643,49 @@ fn cli_analyze_segments_and_errors() {
     let out = clusterlab(&["analyze", s(&dir.path().join("nope.npy"))]);
     assert!(!out.status.success());
 }
+
+/// `measure` on labels made elsewhere: on an occupancy lattice's own labels it gives the table
+/// of `analyze` (clusters of different labels never touch there, so segment mode's "outside" is
+/// the empty sites); renumbering the labels permutes the rows; a label in two pieces, or labels
+/// with a gap, are refused by name.
+#[test]
+fn measure_takes_labels_made_elsewhere() {
+    use clusterlab::{label, measure, Error};
+    let mut rng = StdRng::seed_from_u64(77);
+    for (c, b) in [
+        (Connectivity::Four, Boundary::Open),
+        (Connectivity::Eight, Boundary::Periodic),
+        (Connectivity::Four, Boundary::PeriodicX),
+    ] {
+        let lattice = Array2::from_shape_fn((41, 37), |_| u8::from(rng.random::<f64>() < 0.55));
+        let want = analyze(lattice.view(), c, b).unwrap();
+        let labels = label(lattice.view(), c, b).unwrap();
+        let mut got = measure(labels.array().view(), c, b).unwrap();
+        assert!(got.segments);
+        got.segments = false;
+        assert_eq!(got, want, "{c:?} {b:?}");
+
+        // Labels renumbered in reverse: row i of the table is label i + 1.
+        let n = labels.count() as u32;
+        let reversed = labels.array().mapv(|l| if l == 0 { 0 } else { n + 1 - l });
+        let table = measure(reversed.view(), c, b).unwrap();
+        for i in 0..n as usize {
+            assert_eq!(table.size[i], want.size[n as usize - 1 - i]);
+            assert_eq!(table.x_min[i], want.x_min[n as usize - 1 - i]);
+            assert_eq!(
+                table.filled_area.as_ref().unwrap()[i],
+                want.filled_area.as_ref().unwrap()[n as usize - 1 - i]
+            );
+        }
+    }
+    let split = ndarray::array![[1u32, 0, 1], [0, 0, 0], [2, 2, 0]];
+    let e = measure(split.view(), Connectivity::Four, Boundary::Open).unwrap_err();
+    assert!(
+        matches!(e, Error::InvalidArgument(_))
+            && e.to_string().contains("label 1 is not connected"),
+        "{e}"
+    );
+    let gap = ndarray::array![[1u32, 0, 3]];
+    let e = measure(gap.view(), Connectivity::Four, Boundary::Open).unwrap_err();
+    assert!(e.to_string().contains("without gaps"), "{e}");
+}

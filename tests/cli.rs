@@ -474,8 +474,11 @@ fn bad_arguments() {
         let o = run(&all);
         assert_clean_failure(&o, needle, &d.out);
     }
+    // Without --output: the summary only, no file.
     let o = run(&["label", s(&input)]);
-    assert_clean_failure(&o, "--output", &d.out);
+    assert_ok(&o);
+    assert!(stdout(&o).contains("summary only"), "{}", stdout(&o));
+    assert_eq!(entries(&d.out), Vec::<String>::new());
     let o = run(&["label", s(&input), "-o", s(&d.out.join("missing/l.npy"))]);
     assert_clean_failure(&o, "missing", &d.out);
     let o = run(&["generate", "--size", "0x4", "--p", "0.5", "-o", s(&output)]);
@@ -711,4 +714,377 @@ fn arguments_are_bounded_before_any_work() {
         "{:?}",
         started.elapsed()
     );
+}
+
+/// Every numeric argument just outside its documented range is an immediate one-line error
+/// that names it, and its bounds are in `--help`.
+#[test]
+fn every_numeric_argument_is_bounded() {
+    let d = dirs();
+    let input = d.input.join("lattice.npy");
+    write_npy(&input, &Array2::<u8>::ones((3, 3))).unwrap();
+    let lat = s(&input).to_string();
+    let npy = s(&d.out.join("l.npy")).to_string();
+    let png = s(&d.out.join("p.png")).to_string();
+    let gen = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["generate", "--size", "8", "--p", "0.5", "-o", &npy]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        v.extend(extra.iter().map(|x| x.to_string()));
+        v
+    };
+    let plot = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["plot", "--size", "8", "--p", "0.5", "-o", &png]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        v.extend(extra.iter().map(|x| x.to_string()));
+        v
+    };
+    let label = |extra: &[&str]| -> Vec<String> {
+        let mut v: Vec<String> = ["label", &lat, "-o", &npy]
+            .iter()
+            .map(|x| x.to_string())
+            .collect();
+        v.extend(extra.iter().map(|x| x.to_string()));
+        v
+    };
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec![
+                "generate".into(),
+                "--size".into(),
+                "0".into(),
+                "--p".into(),
+                "0.5".into(),
+                "-o".into(),
+                npy.clone(),
+            ],
+            "--size",
+        ),
+        (
+            vec![
+                "generate".into(),
+                "--size".into(),
+                "65536x65536".into(),
+                "--p".into(),
+                "0.5".into(),
+                "-o".into(),
+                npy.clone(),
+            ],
+            "too large",
+        ),
+        (
+            vec![
+                "generate".into(),
+                "--size".into(),
+                "8".into(),
+                "--p".into(),
+                "-0.1".into(),
+                "-o".into(),
+                npy.clone(),
+            ],
+            "probability",
+        ),
+        (
+            vec![
+                "generate".into(),
+                "--size".into(),
+                "8".into(),
+                "--p".into(),
+                "1.01".into(),
+                "-o".into(),
+                npy.clone(),
+            ],
+            "probability",
+        ),
+        (gen(&["--grain", "0"]), "--grain"),
+        (gen(&["--grain", "65537"]), "--grain"),
+        (gen(&["--seed", "4294967296"]), "--seed"),
+        (label(&["--threads", "0"]), "--threads"),
+        (label(&["--threads", "4097"]), "--threads"),
+        (plot(&["--samples", "0"]), "--samples"),
+        (plot(&["--samples", "1000000001"]), "--samples"),
+        (plot(&["--bins-per-decade", "101"]), "--bins-per-decade"),
+        (plot(&["--tau", "0"]), "--tau"),
+        (plot(&["--tau", "10.5"]), "--tau"),
+        (plot(&["--chart", "15x600"]), "--chart"),
+        (plot(&["--chart", "800x16385"]), "--chart"),
+        (plot(&["--kind", "labels", "--max-side", "0"]), "--max-side"),
+        (plot(&["--kind", "labels", "--scale", "16385"]), "--scale"),
+    ];
+    for (args, needle) in &cases {
+        let args: Vec<&str> = args.iter().map(String::as_str).collect();
+        let start = std::time::Instant::now();
+        let o = run(&args);
+        assert_clean_failure(&o, needle, &d.out);
+        assert!(start.elapsed().as_secs_f64() < 2.0, "{args:?}");
+    }
+    // The bounds are documented.
+    let help = stdout(&run(&["generate", "--help"]));
+    assert!(
+        help.contains("65536") && help.contains("4294967295"),
+        "{help}"
+    );
+    let help = stdout(&run(&["plot", "--help"]));
+    for text in [
+        "1000000000",
+        "from 0 to 100",
+        "at most 10",
+        "16384",
+        "200 characters",
+    ] {
+        assert!(help.contains(text), "plot --help lacks {text}");
+    }
+    let help = stdout(&run(&["label", "--help"]));
+    assert!(help.contains("4096"), "{help}");
+    // At the bounds, accepted: --p 0 and 1, --grain 1, --tau 10, --bins-per-decade 100.
+    for extra in [&["--p", "0"][..], &["--p", "1", "--grain", "1"][..]] {
+        let mut v = vec!["generate", "--size", "4", "-o", &npy, "-q"];
+        v.extend_from_slice(extra);
+        if !v.contains(&"--p") {
+            v.extend_from_slice(&["--p", "0.5"]);
+        }
+        assert_ok(&run(&v));
+    }
+    assert_ok(&run(&[
+        "plot",
+        "--size",
+        "8",
+        "--p",
+        "0.5",
+        "-o",
+        &png,
+        "--tau",
+        "10",
+        "--bins-per-decade",
+        "100",
+        "-q",
+    ]));
+}
+
+/// `--json` prints one JSON object with the documented keys, on generate, label and analyze.
+#[test]
+fn json_summaries_have_stable_keys() {
+    let d = dirs();
+    let lattice = d.out.join("pc.npy");
+    let parse = |o: &Output| -> serde_json::Value {
+        assert_ok(o);
+        serde_json::from_str(&stdout(o)).unwrap_or_else(|e| panic!("{e}: {}", stdout(o)))
+    };
+    let g = parse(&run(&[
+        "generate",
+        "--size",
+        "64x48",
+        "--p",
+        "0.6",
+        "--seed",
+        "3",
+        "-o",
+        s(&lattice),
+        "--json",
+    ]));
+    assert_eq!(g["command"], "generate");
+    assert_eq!(
+        (g["height"].as_u64(), g["width"].as_u64()),
+        (Some(64), Some(48))
+    );
+    for key in [
+        "p",
+        "grain",
+        "seed",
+        "occupied",
+        "occupied_fraction",
+        "output",
+    ] {
+        assert!(!g[key].is_null(), "generate lacks {key}: {g}");
+    }
+    let want = clusterlab::label(
+        ndarray_npy::read_npy::<_, Array2<u8>>(&lattice)
+            .unwrap()
+            .view(),
+        clusterlab::Connectivity::Four,
+        clusterlab::Boundary::Periodic,
+    )
+    .unwrap();
+    let l = parse(&run(&[
+        "label",
+        s(&lattice),
+        "--boundary",
+        "periodic",
+        "--json",
+    ]));
+    assert_eq!(l["command"], "label");
+    assert_eq!(l["clusters"].as_u64(), Some(want.count() as u64));
+    assert_eq!(l["boundary"], "periodic");
+    assert!(l["output"].is_null());
+    for key in [
+        "input",
+        "dtype",
+        "connectivity",
+        "segments",
+        "algorithm",
+        "backend",
+        "largest",
+        "largest_fraction",
+        "occupied",
+        "occupied_fraction",
+        "time_ms",
+    ] {
+        assert!(!l[key].is_null(), "label lacks {key}: {l}");
+    }
+    let a = parse(&run(&[
+        "analyze",
+        s(&lattice),
+        "--boundary",
+        "periodic",
+        "--json",
+    ]));
+    assert_eq!(a["command"], "analyze");
+    assert_eq!(a["clusters"].as_u64(), Some(want.count() as u64));
+    for key in [
+        "largest",
+        "mean_size",
+        "p_infinity",
+        "percolating",
+        "wraps_x",
+        "wraps_y",
+        "wraps_both",
+        "wraps_either",
+        "spans_x",
+        "spans_y",
+        "time_ms",
+        "threads",
+        "backend",
+    ] {
+        assert!(!a[key].is_null(), "analyze lacks {key}: {a}");
+    }
+}
+
+/// SIGINT, SIGTERM and SIGKILL sent to a real run in the middle of writing its output: the old
+/// output stays intact, SIGINT and SIGTERM exit with 130 and 143 leaving no temporary, and the
+/// temporary a SIGKILL leaves is removed by the next run that writes the same output.
+#[cfg(unix)]
+#[test]
+fn signals_in_the_middle_of_a_write_leave_nothing_behind() {
+    use std::process::Stdio;
+    let d = dirs();
+    let out = d.out.join("big.npy");
+    std::fs::write(&out, b"old output").unwrap();
+    let temporaries = |dir: &Path| -> Vec<String> {
+        entries(dir)
+            .into_iter()
+            .filter(|e| e.starts_with(".big.npy.") && e.ends_with(".tmp"))
+            .collect()
+    };
+    for (signal, code) in [("INT", Some(130)), ("TERM", Some(143)), ("KILL", None)] {
+        // Large enough that the write takes a while: 8000² bytes.
+        let mut child = Command::new(env!("CARGO_BIN_EXE_clusterlab"))
+            .args([
+                "generate",
+                "--size",
+                "8000",
+                "--p",
+                "0.5",
+                "-q",
+                "-o",
+                s(&out),
+            ])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // Wait for the temporary to appear: the run is writing.
+        let start = std::time::Instant::now();
+        while temporaries(&d.out).is_empty() {
+            assert!(start.elapsed().as_secs() < 60, "no temporary appeared");
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let killed = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = child.wait().unwrap();
+        if status.success() {
+            // The write finished before the signal: the new output is complete.
+            assert_eq!(std::fs::metadata(&out).unwrap().len(), 8000 * 8000 + 128);
+            continue;
+        }
+        eprintln!("SIG{signal} during the write: {status}");
+        assert_eq!(status.code(), code, "SIG{signal}");
+        assert_eq!(std::fs::read(&out).unwrap(), b"old output", "SIG{signal}");
+        if code.is_some() {
+            assert_eq!(temporaries(&d.out), Vec::<String>::new(), "SIG{signal}");
+        }
+    }
+    // The next run of the same output removes what SIGKILL left, and writes it whole.
+    assert_ok(&run(&[
+        "generate",
+        "--size",
+        "64",
+        "--p",
+        "0.5",
+        "-q",
+        "-o",
+        s(&out),
+    ]));
+    assert_eq!(temporaries(&d.out), Vec::<String>::new());
+    assert_eq!(entries(&d.out), vec!["big.npy".to_string()]);
+}
+
+/// `--compress [LEVEL]`: HDF5 outputs stored with shuffle + deflate in chunks of whole rows, much
+/// smaller on a sparse lattice, and read back exactly.
+#[test]
+fn compressed_hdf5_output() {
+    let d = dirs();
+    let plain = d.out.join("plain.h5");
+    let packed = d.out.join("packed.h5");
+    let lattice = d.out.join("lat.npy");
+    assert_ok(&run(&[
+        "generate",
+        "--size",
+        "512",
+        "--p",
+        "0.05",
+        "-q",
+        "-o",
+        s(&lattice),
+    ]));
+    assert_ok(&run(&["label", s(&lattice), "-q", "-o", s(&plain)]));
+    assert_ok(&run(&[
+        "label",
+        s(&lattice),
+        "-q",
+        "-o",
+        s(&packed),
+        "--compress",
+    ]));
+    let (a, b) = (
+        std::fs::metadata(&plain).unwrap().len(),
+        std::fs::metadata(&packed).unwrap().len(),
+    );
+    assert!(b * 4 < a, "compressed {b} bytes, plain {a}");
+    let file = hdf5::File::open(&packed).unwrap();
+    let ds = file.dataset("labels").unwrap();
+    let filters = ds.filters();
+    assert!(
+        filters.contains(&hdf5::filters::Filter::Shuffle)
+            && filters.contains(&hdf5::filters::Filter::Deflate(4)),
+        "{filters:?}"
+    );
+    assert_eq!(ds.chunk().unwrap()[1], 512, "chunks of whole rows");
+    assert_eq!(
+        read_h5::<u32>(&packed, "labels"),
+        read_h5::<u32>(&plain, "labels")
+    );
+    // The lattice reads back through clusterlab's own reader too, and levels are bounded.
+    let back = clusterlab::io::read_lattice(&packed, None).unwrap();
+    assert_eq!(back.dim(), (512, 512));
+    let o = run(&["label", s(&lattice), "-o", s(&packed), "--compress", "10"]);
+    assert_clean_failure(&o, "--compress", &d.input);
 }

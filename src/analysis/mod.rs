@@ -113,6 +113,8 @@
 
 #[cfg(feature = "cuda")]
 pub use crate::cuda::{CudaAnalyzer, PercolatingCluster, SizeCounts};
+mod measure;
+
 pub use crate::measure::columns::{
     columns, Column, ColumnType, COLUMNS, CSV_HEADER, CSV_HEADER_SHAPE,
 };
@@ -120,6 +122,7 @@ pub use crate::measure::size_distribution::{SizeBin, SizeDistribution};
 pub use crate::measure::stats::{LatticeStats, Percolating};
 pub use crate::measure::table::{ClusterRow, ClusterTable};
 pub use crate::measure::Measures;
+pub use measure::measure;
 
 use crate::core::backend::LabelBackend;
 use crate::cpu::analysis::CpuAnalysis;

@@ -25,6 +25,14 @@ pub enum Error {
         /// The largest supported number of sites.
         max: usize,
     },
+    /// The host could not provide a lattice-sized buffer.
+    #[error("out of memory: {what} needs {bytes} bytes, which the system could not provide")]
+    OutOfMemory {
+        /// Bytes asked for.
+        bytes: usize,
+        /// What they were for.
+        what: String,
+    },
     /// A setting that cannot be used as given (with the reason).
     #[error("invalid argument: {0}")]
     InvalidArgument(String),

@@ -4,6 +4,7 @@
 //! build on it, front ends (`Labeler`, `analysis`, `regions`) on the backends, and I/O, plots and
 //! the command line on the front ends.
 
+pub(crate) mod alloc;
 pub(crate) mod backend;
 pub(crate) mod bits;
 pub(crate) mod error;

@@ -8,8 +8,9 @@
 
 use super::bit_runs::{self, Records};
 use super::canonical::Geo;
-use super::context::{cuda_err, kernel_args, DevBuf, Family, Gpu, SiteType};
 use super::engine::{family_of, Engine, Job};
+use super::family::{Family, SiteType};
+use super::runtime::{cuda_err, kernel_args, DevBuf, Gpu};
 use super::Numbering;
 use crate::lattice::{Boundary, Connectivity};
 use crate::Algorithm;

@@ -33,10 +33,28 @@
 //! one bit per site (two for canonical numbering, plus a count per (row, tile column)).
 
 use super::canonical::Geo;
-use super::context::{kernel_args, Gpu, Module};
-use super::engine::{Buffers, Job};
+use super::engine::{Buffers, FamilyScratch, Job};
+use super::runtime::{kernel_args, Gpu, Module};
 use super::Numbering;
 use crate::Result;
+
+/// The family's kernel file.
+pub(crate) const FILE: &str = "bit_runs.cu";
+/// The kernels of its module (besides canonical numbering's).
+pub(crate) const KERNELS: &[&str] = &[
+    "br_local",
+    "br_local_ana",
+    "br_merge",
+    "br_flatten",
+    "br_count",
+    "br_publish",
+    "br_spread",
+    "br_final",
+    "ana_zero",
+    "ana_records",
+    "ana_border",
+    "ana_hist",
+];
 
 /// Columns per tile (`TW` in `bit_runs.cu`).
 pub(crate) const TILE_W: usize = 1024;
@@ -109,6 +127,14 @@ fn tiles(job: &Job) -> (usize, usize) {
 /// Words of scratch: the mask of edge components' local roots (32 words per row and tile
 /// column); canonical numbering adds the mask of interior roots, one count per (row, tile column)
 /// and one per chunk of those.
+/// The scratch bit runs needs: canonical numbering's root mask and counts.
+pub(crate) fn scratch(job: &Job) -> FamilyScratch {
+    FamilyScratch {
+        aux: scratch_words(job),
+        ..FamilyScratch::default()
+    }
+}
+
 pub(crate) fn scratch_words(job: &Job) -> usize {
     let entries = job.height * tiles(job).0;
     if job.numbering == Numbering::Raw {
@@ -295,7 +321,7 @@ fn queue(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::cuda::context::{Family, SiteType};
+    use crate::cuda::family::{Family, SiteType};
     use crate::lattice::{Boundary, Connectivity};
 
     fn job(height: usize, width: usize) -> Job {

@@ -23,10 +23,25 @@
 //! union-find (1×1 blocks) in the same kernels, with the label array itself as the forest.
 
 use super::canonical::{self, block_grid, Geo, BLOCK_CTA};
-use super::context::{kernel_args, Gpu, Module};
-use super::engine::{Buffers, Job};
+use super::engine::{Buffers, FamilyScratch, Job};
+use super::runtime::{kernel_args, Gpu, Module};
 use super::Numbering;
 use crate::Result;
+
+/// The family's kernel file.
+pub(crate) const FILE: &str = "block_union_find.cu";
+/// The kernels of its module (besides canonical numbering's).
+pub(crate) const KERNELS: &[&str] = &[
+    "buf_local",
+    "buf_border",
+    "buf_wrap",
+    "buf_flatten",
+    "buf_final_raw",
+    "ana_zero",
+    "ana_runs",
+    "ana_border",
+    "ana_hist",
+];
 
 /// Blocks per tile side (`TILE` in `block_union_find.cu`).
 pub(crate) const TILE: u32 = 32;
@@ -118,4 +133,26 @@ pub(crate) fn build_forest(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers
         }
     }
     Ok(())
+}
+
+/// The scratch block union-find needs: its forest (one word per block of more than one site)
+/// and the tiles' saved border cells, rows then columns.
+pub(crate) fn scratch(job: &Job) -> FamilyScratch {
+    let key = job.key();
+    let (bw, bh) = key.block_shape();
+    let (hb, wb) = (
+        job.height.div_ceil(bh as usize),
+        job.width.div_ceil(bw as usize),
+    );
+    let tile = TILE as usize;
+    FamilyScratch {
+        forest: if key.compact_forest() {
+            job.blocks()
+        } else {
+            0
+        },
+        border_rows: 2 * hb.div_ceil(tile) * wb,
+        border_cols: 2 * wb.div_ceil(tile) * hb,
+        aux: 0,
+    }
 }

@@ -12,9 +12,12 @@
 //! own thread writes the label, and readers accept both, so no second label array is needed.
 //! Extra memory: one `u32` per segment.
 
-use super::context::{kernel_args, Gpu, Module};
 use super::engine::{Buffers, Job};
+use super::runtime::{kernel_args, Gpu, Module};
 use crate::Result;
+
+/// Kernels of `canonical.cu`, present in every module.
+pub(crate) const KERNELS: &[&str] = &["canon_count", "canon_scan", "canon_rank", "canon_final"];
 
 /// Sites per segment (`SEG_THREADS * SEG_ITEMS` in `canonical.cu`).
 pub(crate) const SEGMENT_SITES: usize = 4096;

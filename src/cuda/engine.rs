@@ -2,7 +2,8 @@
 //! [`CudaLabeler`](super::CudaLabeler): a device context with its compiled kernels and the small
 //! scratch buffer every pipeline uses, and the dispatch from a job to a kernel family.
 
-use super::context::{cuda_err, DevBuf, Family, Gpu, ModuleKey, PinnedBuf, SiteType};
+use super::family::{Family, ModuleKey, SiteType};
+use super::runtime::{cuda_err, DevBuf, Gpu, PinnedBuf};
 use super::{bit_runs, block_union_find, canonical, ha4, label_equivalence, tile_merge, Numbering};
 use crate::lattice::{Boundary, Connectivity};
 use crate::Algorithm;
@@ -20,6 +21,28 @@ const HEADER_WORDS: usize = 16;
 const LE_STATE_WORD: usize = 8;
 /// Words of label equivalence's state.
 pub(crate) const LE_STATE_WORDS: usize = 6;
+
+/// The scratch words a family needs after the common header and canonical numbering's segment
+/// counts, in this order (faer's `*_scratch` idea: each family states its needs, the engine only
+/// lays them out and grows one buffer).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct FamilyScratch {
+    /// The union-find forest, one word per block, when blocks hold more than one site (else the
+    /// label array is the forest).
+    pub forest: usize,
+    /// Saved cells of the tiles' first and last block rows (block union-find).
+    pub border_rows: usize,
+    /// Saved cells of the tiles' first and last block columns (block union-find).
+    pub border_cols: usize,
+    /// The family's own (bit runs' canonical numbering).
+    pub aux: usize,
+}
+
+impl FamilyScratch {
+    fn words(&self) -> usize {
+        self.forest + self.border_rows + self.border_cols + self.aux
+    }
+}
 
 /// One labeling to run.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,45 +73,19 @@ impl Job {
         HEADER_WORDS + canonical::segments(self.sites()).max(1).next_multiple_of(4)
     }
 
-    /// Words of the forest: one per block for blocks of more than one site, else none (the
-    /// label array is the forest).
-    fn forest_words(&self) -> usize {
-        if self.key().compact_forest() {
-            self.blocks()
-        } else {
-            0
+    /// What the job's family needs after the header and segment counts, as the family states
+    /// it (each family's `scratch`).
+    pub(crate) fn family_scratch(&self) -> FamilyScratch {
+        match self.family {
+            Family::BlockUnionFind => block_union_find::scratch(self),
+            Family::BitRuns => bit_runs::scratch(self),
+            _ => FamilyScratch::default(),
         }
     }
 
-    /// Words of block union-find's saved border cells: rows, then columns.
-    pub(crate) fn border_words(&self) -> (usize, usize) {
-        if self.family != Family::BlockUnionFind {
-            return (0, 0);
-        }
-        let (bw, bh) = self.key().block_shape();
-        let (hb, wb) = (
-            self.height.div_ceil(bh as usize),
-            self.width.div_ceil(bw as usize),
-        );
-        let tile = block_union_find::TILE as usize;
-        (2 * hb.div_ceil(tile) * wb, 2 * wb.div_ceil(tile) * hb)
-    }
-
-    /// Words of the family's own scratch after the saved border cells (bit runs' canonical
-    /// numbering).
-    fn aux_words(&self) -> usize {
-        if self.family == Family::BitRuns {
-            bit_runs::scratch_words(self)
-        } else {
-            0
-        }
-    }
-
-    /// Scratch bytes: header, segment counts, the forest (blocks of more than one site), the
-    /// saved border cells (block union-find) and the family's own scratch.
+    /// Scratch bytes: header, segment counts, then the family's own.
     fn scratch_bytes(&self) -> usize {
-        let (rows, cols) = self.border_words();
-        (self.forest_word() + self.forest_words() + rows + cols + self.aux_words()) * 4
+        (self.forest_word() + self.family_scratch().words()) * 4
     }
 
     pub(crate) fn key(&self) -> ModuleKey {
@@ -184,7 +181,7 @@ impl Engine {
     pub(crate) fn prepare(&mut self, job: &Job) -> Result<()> {
         self.check(job)?;
         self.gpu.bind()?;
-        self.gpu.module(job.key())?;
+        self.gpu.module(&job.key())?;
         let need = self.scratch_shortfall(job);
         if need > 0 {
             let (free, _) = self.gpu.mem_info()?;
@@ -288,7 +285,7 @@ impl Engine {
     }
 
     /// The module of `job` (compiled by [`Engine::prepare`]).
-    pub(crate) fn module(&self, job: &Job) -> Result<&super::context::Module> {
+    pub(crate) fn module(&self, job: &Job) -> Result<&super::runtime::Module> {
         self.gpu
             .get_module(&job.key())
             .ok_or_else(|| Error::Cuda("kernel module missing after preparation".into()))
@@ -296,28 +293,19 @@ impl Engine {
 
     /// Where the job's buffers lie in the scratch.
     fn buffers(&self, job: &Job, input: sys::CUdeviceptr, labels: sys::CUdeviceptr) -> Buffers {
-        let key = job.key();
         let base = self.scratch.ptr;
+        let f = job.family_scratch();
+        let at = |words: usize| base + ((job.forest_word() + words) * 4) as u64;
         Buffers {
             input,
             labels,
             count: base,
             le_state: base + (LE_STATE_WORD * 4) as u64,
             counts: base + (HEADER_WORDS * 4) as u64,
-            forest: if key.compact_forest() {
-                base + (job.forest_word() * 4) as u64
-            } else {
-                labels
-            },
-            border_rows: base + ((job.forest_word() + job.forest_words()) * 4) as u64,
-            border_cols: base
-                + ((job.forest_word() + job.forest_words() + job.border_words().0) * 4) as u64,
-            aux: base
-                + ((job.forest_word()
-                    + job.forest_words()
-                    + job.border_words().0
-                    + job.border_words().1)
-                    * 4) as u64,
+            forest: if f.forest > 0 { at(0) } else { labels },
+            border_rows: at(f.forest),
+            border_cols: at(f.forest + f.border_rows),
+            aux: at(f.forest + f.border_rows + f.border_cols),
         }
     }
 

@@ -20,10 +20,15 @@
 //! Memory: the input and the label array, plus the engine's header and canonical segment counts.
 
 use super::canonical::{self, Geo};
-use super::context::{kernel_args, Gpu, Module};
 use super::engine::{Buffers, Job};
+use super::runtime::{kernel_args, Gpu, Module};
 use super::Numbering;
 use crate::Result;
+
+/// The family's kernel file.
+pub(crate) const FILE: &str = "ha4.cu";
+/// The kernels of its module (besides canonical numbering's).
+pub(crate) const KERNELS: &[&str] = &["ha4_strip", "ha4_border", "ha4_wrap", "ha4_relabel"];
 
 /// Rows per strip (`HA_ROWS` in `ha4.cu`), one warp each.
 pub(crate) const ROWS: u32 = 4;

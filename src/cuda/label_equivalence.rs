@@ -9,10 +9,15 @@
 //! wraps literally). The result is the raw labels; canonical numbering follows when asked.
 
 use super::canonical;
-use super::context::{cuda_err, kernel_args, Gpu, Module};
 use super::engine::{Buffers, Job, LE_STATE_WORDS};
+use super::runtime::{cuda_err, kernel_args, Gpu, Module};
 use super::Numbering;
 use crate::Result;
+
+/// The family's kernel file.
+pub(crate) const FILE: &str = "label_equivalence.cu";
+/// The kernels of its module (besides canonical numbering's).
+pub(crate) const KERNELS: &[&str] = &["le_init", "le_solve"];
 
 /// Threads per CTA of `le_solve`.
 const THREADS: u32 = 256;

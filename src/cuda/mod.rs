@@ -46,16 +46,19 @@ mod analyzer;
 mod bit_runs;
 mod block_union_find;
 mod canonical;
-mod context;
 mod engine;
+mod family;
 mod ha4;
 mod label_equivalence;
 mod regions;
+mod runtime;
+mod size_counts;
 mod tile_merge;
 
-pub use analyzer::{CudaAnalyzer, PercolatingCluster, SizeCounts};
+pub use analyzer::CudaAnalyzer;
 pub use cudarc;
 pub use regions::CudaRegionGrower;
+pub use size_counts::{PercolatingCluster, SizeCounts};
 
 use crate::core::backend::LabelBackend;
 use crate::core::lattice::Input;
@@ -63,11 +66,12 @@ use crate::core::options::Spec;
 use crate::lattice::{Boundary, Connectivity, SiteValue};
 use crate::Algorithm;
 use crate::{Error, Labels, Result};
-use context::{cuda_err, DevBuf, Gpu, PinnedBuf, SiteType};
 use cudarc::driver::{result as dres, CudaContext, CudaStream, DevicePtr, DevicePtrMut};
 use engine::{family_of, Engine, Job};
+use family::SiteType;
 use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis};
 use rayon::prelude::*;
+use runtime::{cuda_err, DevBuf, Gpu, PinnedBuf};
 use std::sync::Arc;
 
 /// What [`cuda_available`] and [`device_info`] report about a GPU.
@@ -101,7 +105,7 @@ pub fn cuda_available() -> Result<DeviceInfo> {
 /// # Errors
 /// As [`cuda_available`], also when `ordinal` is not a device.
 pub fn device_info(ordinal: usize) -> Result<DeviceInfo> {
-    let gpu = Gpu::with_stream(context::open_context(ordinal)?.default_stream())?;
+    let gpu = Gpu::with_stream(runtime::open_context(ordinal)?.default_stream())?;
     let ctx = &gpu.ctx;
     let name = ctx
         .name()

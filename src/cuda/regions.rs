@@ -8,13 +8,16 @@
 //! (plus its forest); the mask kernel reads `4n` labels and writes `n` (and reads the roots'
 //! mask bytes, cached). Absorption adds `2n` (complement), a labeling, and `5n` more.
 
-use super::context::{cuda_err, kernel_args, DevBuf, Family, ModuleKey, PinnedBuf, SiteType};
+use super::family::{Family, ModuleKey, SiteType};
+use super::runtime::{cuda_err, kernel_args, DevBuf, PinnedBuf};
 use super::{CudaLabeler, Numbering};
 use crate::core::region::{check, group, Criterion, Plan, Sample};
 use crate::{Error, Result};
 use cudarc::driver::{result as dres, sys, CudaStream, DevicePtr, DevicePtrMut};
 use std::sync::Arc;
 
+/// The family's kernel file.
+pub(crate) const FILE: &str = "regions.cu";
 /// The kernels of `regions.cu`.
 pub(crate) const KERNELS: &[&str] = &[
     "rg_pred_u8",
@@ -188,7 +191,7 @@ impl CudaRegionGrower {
         let idx: Vec<u32> = seeds.iter().map(|&(y, x)| (y * w + x) as u32).collect();
         let gpu = &mut self.labeler.backend.engine.gpu;
         gpu.bind()?;
-        gpu.module(KEY)?;
+        gpu.module(&KEY)?;
         self.params.ensure(k * 4 + k * c * 4)?;
         self.values.ensure(k * c * 4)?;
         let stream = gpu.stream.cu_stream();
@@ -273,7 +276,7 @@ impl CudaRegionGrower {
         let job = self.labeler.job::<u8>(h, w)?;
         let engine = &mut self.labeler.backend.engine;
         engine.gpu.bind()?;
-        engine.gpu.module(KEY)?;
+        engine.gpu.module(&KEY)?;
         let (pred, labels, base) = (self.pred.ptr, self.labels.ptr, self.params.ptr);
         let (n32, c32) = (n as u32, c as u32);
         let grid = (
@@ -385,10 +388,12 @@ mod tests {
         if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
             return;
         }
+        use crate::cuda::runtime::ModuleSpec;
         let src = KEY.source();
         for arch in ["--gpu-architecture=sm_75", "--gpu-architecture=sm_90"] {
-            let cubin = super::super::context::compile_cubin(&KEY.describe(), &src, arch)
-                .unwrap_or_else(|e| panic!("{e}"));
+            let cubin =
+                super::super::runtime::nvrtc::compile_cubin(&KEY.name(), &src, KEY.headers(), arch)
+                    .unwrap_or_else(|e| panic!("{e}"));
             assert!(!cubin.is_empty());
         }
     }

@@ -24,10 +24,15 @@
 //! seams beyond the lattice do not exist.
 
 use super::canonical::{self, Geo};
-use super::context::{kernel_args, Gpu, Module};
 use super::engine::{Buffers, Job};
+use super::runtime::{kernel_args, Gpu, Module};
 use super::Numbering;
 use crate::Result;
+
+/// The family's kernel file.
+pub(crate) const FILE: &str = "tile_merge.cu";
+/// The kernels of its module (besides canonical numbering's).
+pub(crate) const KERNELS: &[&str] = &["tm_local", "tm_merge", "tm_wrap", "tm_final"];
 
 /// Sites per tile side (`TILE` in `tile_merge.cu`).
 pub(crate) const TILE: u32 = 32;

@@ -2,14 +2,86 @@
 
 use crate::{Error, Result};
 use std::fs::File;
-use std::path::Path;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+/// The temporaries being written now, so that a signal handler can remove them
+/// ([`remove_pending_temporaries`]).
+static PENDING: Mutex<Vec<PathBuf>> = Mutex::new(Vec::new());
+
+/// Removes every temporary file that [`write_atomically`] is writing right now, so that a
+/// program stopped by a signal leaves nothing behind; returns how many it removed. The
+/// `clusterlab` binary calls it from its SIGINT and SIGTERM handler, then exits with 130 or 143.
+/// (A program killed outright, SIGKILL, cannot clean up: the next [`write_atomically`] of the same
+/// output removes what it left.)
+pub fn remove_pending_temporaries() -> usize {
+    // A poisoned lock still holds the paths: a panic elsewhere must not keep them on disk.
+    let pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+    pending
+        .iter()
+        .filter(|p| std::fs::remove_file(p).is_ok())
+        .count()
+}
+
+/// Keeps `path` in [`PENDING`] while alive.
+struct Registered(PathBuf);
+
+impl Registered {
+    fn new(path: &Path) -> Registered {
+        PENDING
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(path.to_owned());
+        Registered(path.to_owned())
+    }
+}
+
+impl Drop for Registered {
+    fn drop(&mut self) {
+        let mut pending = PENDING.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(i) = pending.iter().position(|p| *p == self.0) {
+            pending.swap_remove(i);
+        }
+    }
+}
+
+/// Removes the temporaries of `name` in `dir` that killed runs left: `.NAME.PID.XXXXXX.tmp`
+/// whose process `PID` no longer runs (Linux: no `/proc/PID`). Temporaries of live processes —
+/// another run writing the same output now — are left alone.
+fn remove_stale(dir: &Path, name: &std::ffi::OsStr) {
+    let proc_fs = Path::new("/proc/self").exists();
+    let Some(name) = name.to_str() else { return };
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    let prefix = format!(".{name}.");
+    for entry in entries.flatten() {
+        let file = entry.file_name();
+        let Some(file) = file.to_str() else { continue };
+        let Some(rest) = file
+            .strip_prefix(&prefix)
+            .and_then(|r| r.strip_suffix(".tmp"))
+        else {
+            continue;
+        };
+        let Some(pid) = rest.split('.').next().and_then(|p| p.parse::<u32>().ok()) else {
+            continue;
+        };
+        let dead = proc_fs && !Path::new(&format!("/proc/{pid}")).exists();
+        if dead {
+            let _ = std::fs::remove_file(entry.path());
+        }
+    }
+}
 
 /// Writes `path` atomically: `write` gets the path of a new, empty temporary file in the same
 /// folder and writes the whole output there (it may truncate or recreate that file, as the
 /// HDF5 library does); then the temporary is flushed to disk and renamed to `path`, replacing
 /// any file there. If `write` or the rename fails, the temporary is removed and `path` is left
-/// as it was. The temporary is a hidden file named after the destination (`.NAME.XXXXXX.tmp`),
-/// created with the permissions a new file usually gets.
+/// as it was. The temporary is a hidden file named after the destination and the writing
+/// process (`.NAME.PID.XXXXXX.tmp`), created with the permissions a new file usually gets; while
+/// it is written, [`remove_pending_temporaries`] can remove it (a signal handler does), and the
+/// temporaries that killed runs left for the same output are removed first.
 ///
 /// ```
 /// # let dir = tempfile::tempdir()?;
@@ -37,9 +109,10 @@ where
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
     };
+    remove_stale(dir, name);
     let mut prefix = std::ffi::OsString::from(".");
     prefix.push(name);
-    prefix.push(".");
+    prefix.push(format!(".{}.", std::process::id()));
     let mut builder = tempfile::Builder::new();
     builder.prefix(&prefix).suffix(".tmp");
     #[cfg(unix)]
@@ -50,6 +123,7 @@ where
     }
     let tmp = builder.tempfile_in(dir).map_err(|e| io_error(dir, e))?;
     // On any error below, dropping `tmp` removes the temporary file.
+    let _registered = Registered::new(tmp.path());
     write(tmp.path())?;
     File::open(tmp.path())
         .and_then(|f| f.sync_all())

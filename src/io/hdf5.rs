@@ -1,7 +1,7 @@
 //! HDF5 files (feature `hdf5`).
 
 use super::dtype::{bad_input, check_header, narrow, rank_error, standard, unsupported, Dtype};
-use super::{LabelMeta, LABELS_DATASET, LATTICE_DATASET};
+use super::{LabelMeta, WriteOptions, LABELS_DATASET, LATTICE_DATASET};
 use crate::io::Lattice;
 use crate::measure::columns::{columns, ColumnData};
 use crate::{ClusterTable, Error, Labels, Result};
@@ -106,22 +106,40 @@ fn read_hdf5_data<T: ::hdf5::H5Type + Clone>(
     hdf5_result(path, ds.read_2d::<T>()).map(standard)
 }
 
+/// Rows per chunk of a compressed 2-D dataset: whole rows, about 1 MiB.
+fn chunk_rows(h: usize, w: usize, elem: usize) -> usize {
+    ((1 << 20) / (w * elem).max(1)).clamp(1, h.max(1))
+}
+
+/// Writes a 2-D dataset, compressed (shuffle + deflate, chunks of whole rows) when asked.
 fn write_hdf5_array<T: ::hdf5::H5Type>(
-    file: &::hdf5::File,
+    group: &::hdf5::Group,
     name: &str,
     array: ArrayView2<'_, T>,
+    options: &WriteOptions,
 ) -> ::hdf5::Result<::hdf5::Dataset> {
-    file.new_dataset_builder().with_data(array).create(name)
+    let (h, w) = array.dim();
+    let builder = group.new_dataset_builder();
+    match options.compression {
+        Some(level) if h > 0 && w > 0 => builder
+            .with_data(array)
+            .chunk((chunk_rows(h, w, std::mem::size_of::<T>()), w))
+            .shuffle()
+            .deflate(level)
+            .create(name),
+        _ => builder.with_data(array).create(name),
+    }
 }
 
 pub(crate) fn write_lattice_dataset(
     file: &::hdf5::File,
     lattice: &Lattice,
+    options: &WriteOptions,
 ) -> ::hdf5::Result<::hdf5::Dataset> {
     match lattice {
-        Lattice::U8(a) => write_hdf5_array(file, LATTICE_DATASET, a.view()),
-        Lattice::U16(a) => write_hdf5_array(file, LATTICE_DATASET, a.view()),
-        Lattice::U32(a) => write_hdf5_array(file, LATTICE_DATASET, a.view()),
+        Lattice::U8(a) => write_hdf5_array(file, LATTICE_DATASET, a.view(), options),
+        Lattice::U16(a) => write_hdf5_array(file, LATTICE_DATASET, a.view(), options),
+        Lattice::U32(a) => write_hdf5_array(file, LATTICE_DATASET, a.view(), options),
     }
 }
 
@@ -130,11 +148,12 @@ fn write_labels_file(
     labels: &Labels,
     meta: &LabelMeta,
     lattice: Option<&Lattice>,
+    options: &WriteOptions,
 ) -> ::hdf5::Result<()> {
     use ::hdf5::types::VarLenUnicode;
     let file = ::hdf5::File::create(path)?;
     {
-        let ds = write_hdf5_array(&file, LABELS_DATASET, labels.array().view())?;
+        let ds = write_hdf5_array(&file, LABELS_DATASET, labels.array().view(), options)?;
         let connectivity = meta.connectivity.neighbours() as u32;
         ds.new_attr::<u32>()
             .create("connectivity")?
@@ -154,7 +173,7 @@ fn write_labels_file(
             .create("segments")?
             .write_scalar(&u8::from(meta.segments))?;
         if let Some(lattice) = lattice {
-            write_lattice_dataset(&file, lattice)?;
+            write_lattice_dataset(&file, lattice, options)?;
         }
     }
     file.close()
@@ -166,17 +185,21 @@ pub(crate) fn write_labels(
     labels: &Labels,
     meta: &LabelMeta,
     lattice: Option<&Lattice>,
+    options: &WriteOptions,
 ) -> Result<()> {
-    hdf5_result(path, write_labels_file(path, labels, meta, lattice))
+    hdf5_result(
+        path,
+        write_labels_file(path, labels, meta, lattice, options),
+    )
 }
 
 /// Writes the lattice file `path` (see [`write_lattice`](super::write_lattice)).
-pub(crate) fn write_lattice(path: &Path, lattice: &Lattice) -> Result<()> {
+pub(crate) fn write_lattice(path: &Path, lattice: &Lattice, options: &WriteOptions) -> Result<()> {
     hdf5_result(
         path,
         (|| {
             let file = ::hdf5::File::create(path)?;
-            write_lattice_dataset(&file, lattice)?;
+            write_lattice_dataset(&file, lattice, options)?;
             file.close()
         })(),
     )
@@ -189,8 +212,9 @@ pub(crate) fn write_table(
     table: &ClusterTable,
     labels: Option<&Labels>,
     lattice: Option<&Lattice>,
+    options: &WriteOptions,
 ) -> Result<()> {
-    hdf5_result(path, table_file(table, path, labels, lattice))
+    hdf5_result(path, table_file(table, path, labels, lattice, options))
 }
 
 fn table_file(
@@ -198,6 +222,7 @@ fn table_file(
     path: &Path,
     labels: Option<&Labels>,
     lattice: Option<&Lattice>,
+    options: &WriteOptions,
 ) -> ::hdf5::Result<()> {
     use ::hdf5::types::VarLenUnicode;
     let file = ::hdf5::File::create(path)?;
@@ -243,27 +268,11 @@ fn table_file(
         }
     }
     if let Some(labels) = labels {
-        let ds = file
-            .new_dataset_builder()
-            .with_data(labels.array().view())
-            .create("labels")?;
+        let ds = write_hdf5_array(&file, LABELS_DATASET, labels.array().view(), options)?;
         attrs(&ds)?;
     }
     if let Some(lattice) = lattice {
-        match lattice {
-            Lattice::U8(a) => file
-                .new_dataset_builder()
-                .with_data(a.view())
-                .create("lattice"),
-            Lattice::U16(a) => file
-                .new_dataset_builder()
-                .with_data(a.view())
-                .create("lattice"),
-            Lattice::U32(a) => file
-                .new_dataset_builder()
-                .with_data(a.view())
-                .create("lattice"),
-        }?;
+        write_lattice_dataset(&file, lattice, options)?;
     }
     file.close()
 }

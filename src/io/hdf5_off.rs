@@ -1,7 +1,7 @@
 //! Stands in for the HDF5 reader and writers when the crate is built without the `hdf5`
 //! feature: `.h5` paths are a typed error that says how to get them.
 
-use super::LabelMeta;
+use super::{LabelMeta, WriteOptions};
 use crate::io::Lattice;
 use crate::{ClusterTable, Error, Labels, Result};
 use std::path::Path;
@@ -22,11 +22,16 @@ pub(crate) fn write_labels(
     _labels: &Labels,
     _meta: &LabelMeta,
     _lattice: Option<&Lattice>,
+    _options: &WriteOptions,
 ) -> Result<()> {
     Err(off(path))
 }
 
-pub(crate) fn write_lattice(path: &Path, _lattice: &Lattice) -> Result<()> {
+pub(crate) fn write_lattice(
+    path: &Path,
+    _lattice: &Lattice,
+    _options: &WriteOptions,
+) -> Result<()> {
     Err(off(path))
 }
 
@@ -35,6 +40,7 @@ pub(crate) fn write_table(
     _table: &ClusterTable,
     _labels: Option<&Labels>,
     _lattice: Option<&Lattice>,
+    _options: &WriteOptions,
 ) -> Result<()> {
     Err(off(path))
 }

@@ -26,7 +26,7 @@ mod npy;
 mod table;
 
 pub use crate::core::lattice::Lattice;
-pub use atomic::write_atomically;
+pub use atomic::{remove_pending_temporaries, write_atomically};
 
 use crate::{Boundary, Connectivity, Error, Labels, Result};
 use atomic::io_error;
@@ -68,6 +68,24 @@ impl Format {
                 path.display()
             ))),
         }
+    }
+}
+
+/// How outputs are stored.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+#[non_exhaustive]
+pub struct WriteOptions {
+    /// HDF5 outputs: compress the lattice and label images with shuffle + deflate (gzip) at this
+    /// level, 0..=9, in chunks of whole rows of about 1 MiB (h5py, HDF5's tools and every
+    /// HDF5 reader decompress them). `.npy` files are never compressed.
+    pub compression: Option<u8>,
+}
+
+impl WriteOptions {
+    /// Compression at `level` (0..=9; above 9 is taken as 9).
+    pub fn compress(mut self, level: u8) -> Self {
+        self.compression = Some(level.min(9));
+        self
     }
 }
 
@@ -122,11 +140,25 @@ pub fn write_labels(
     meta: &LabelMeta,
     lattice: Option<&Lattice>,
 ) -> Result<()> {
+    write_labels_with(path, labels, meta, lattice, &WriteOptions::default())
+}
+
+/// As [`write_labels`], stored as `options` say (HDF5 compression).
+///
+/// # Errors
+/// As [`write_labels`].
+pub fn write_labels_with(
+    path: &Path,
+    labels: &Labels,
+    meta: &LabelMeta,
+    lattice: Option<&Lattice>,
+    options: &WriteOptions,
+) -> Result<()> {
     match Format::from_path(path)? {
         Format::Npy => write_atomically(path, |tmp| npy::write_array(tmp, labels.array())),
-        Format::Hdf5 => {
-            write_atomically(path, |tmp| hdf5::write_labels(tmp, labels, meta, lattice))
-        }
+        Format::Hdf5 => write_atomically(path, |tmp| {
+            hdf5::write_labels(tmp, labels, meta, lattice, options)
+        }),
     }
 }
 
@@ -137,12 +169,20 @@ pub fn write_labels(
 /// [`Error::InvalidArgument`] for an unsupported extension, [`Error::Io`] or [`Error::Hdf5`] when
 /// writing fails; nothing is left behind then.
 pub fn write_lattice(path: &Path, lattice: &Lattice) -> Result<()> {
+    write_lattice_with(path, lattice, &WriteOptions::default())
+}
+
+/// As [`write_lattice`], stored as `options` say (HDF5 compression).
+///
+/// # Errors
+/// As [`write_lattice`].
+pub fn write_lattice_with(path: &Path, lattice: &Lattice, options: &WriteOptions) -> Result<()> {
     match Format::from_path(path)? {
         Format::Npy => write_atomically(path, |tmp| match lattice {
             Lattice::U8(a) => npy::write_array(tmp, a),
             Lattice::U16(a) => npy::write_array(tmp, a),
             Lattice::U32(a) => npy::write_array(tmp, a),
         }),
-        Format::Hdf5 => write_atomically(path, |tmp| hdf5::write_lattice(tmp, lattice)),
+        Format::Hdf5 => write_atomically(path, |tmp| hdf5::write_lattice(tmp, lattice, options)),
     }
 }

@@ -1,7 +1,7 @@
 //! Writing a [`ClusterTable`]: CSV and HDF5, both atomically.
 
 use super::atomic::io_error;
-use super::{write_atomically, Lattice};
+use super::{write_atomically, Lattice, WriteOptions};
 use crate::measure::columns::{columns, CSV_HEADER, CSV_HEADER_SHAPE};
 use crate::{ClusterTable, Measures};
 use crate::{Error, Labels, Result};
@@ -70,6 +70,21 @@ impl ClusterTable {
         labels: Option<&Labels>,
         lattice: Option<&Lattice>,
     ) -> Result<()> {
+        self.write_hdf5_options(path, labels, lattice, &WriteOptions::default())
+    }
+
+    /// As [`ClusterTable::write_hdf5_with`], the label image and the lattice stored as `options`
+    /// say (compressed).
+    ///
+    /// # Errors
+    /// As [`ClusterTable::write_hdf5_with`].
+    pub fn write_hdf5_options(
+        &self,
+        path: &Path,
+        labels: Option<&Labels>,
+        lattice: Option<&Lattice>,
+        options: &WriteOptions,
+    ) -> Result<()> {
         if let Some(l) = labels {
             if l.array().dim() != self.shape {
                 return Err(Error::InvalidArgument(format!(
@@ -89,7 +104,7 @@ impl ClusterTable {
             }
         }
         write_atomically(path, |tmp| {
-            super::hdf5::write_table(tmp, self, labels, lattice)
+            super::hdf5::write_table(tmp, self, labels, lattice, options)
         })
     }
 }

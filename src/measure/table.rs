@@ -106,6 +106,38 @@ impl ClusterRow {
 }
 
 impl ClusterTable {
+    /// The table with its rows in `order` (row `k` of the result is row `order[k]` of this one),
+    /// every column alike.
+    pub(crate) fn select_rows(&self, order: &[usize]) -> ClusterTable {
+        use ndarray::Axis;
+        let pick = |a: &Array1<u64>| a.select(Axis(0), order);
+        ClusterTable {
+            shape: self.shape,
+            connectivity: self.connectivity,
+            boundary: self.boundary,
+            segments: self.segments,
+            measures: self.measures,
+            size: pick(&self.size),
+            x_min: self.x_min.select(Axis(0), order),
+            x_max: self.x_max.select(Axis(0), order),
+            y_min: self.y_min.select(Axis(0), order),
+            y_max: self.y_max.select(Axis(0), order),
+            centroid_x: self.centroid_x.select(Axis(0), order),
+            centroid_y: self.centroid_y.select(Axis(0), order),
+            gyration_radius: self.gyration_radius.select(Axis(0), order),
+            site_perimeter: self.site_perimeter.as_ref().map(pick),
+            bond_perimeter: self.bond_perimeter.as_ref().map(pick),
+            hull_perimeter: self.hull_perimeter.as_ref().map(pick),
+            filled_area: self.filled_area.as_ref().map(pick),
+            wraps_x: self.wraps_x.select(Axis(0), order),
+            wraps_y: self.wraps_y.select(Axis(0), order),
+            spans_x: self.spans_x.select(Axis(0), order),
+            spans_y: self.spans_y.select(Axis(0), order),
+        }
+    }
+}
+
+impl ClusterTable {
     /// The number of clusters (rows).
     pub fn count(&self) -> usize {
         self.size.len()

@@ -77,6 +77,27 @@ pub fn parse_threads(s: &str) -> Result<usize, String> {
     }
 }
 
+/// The machine's memory in bytes (`/proc/meminfo`), where the system says.
+pub fn machine_memory() -> Option<u64> {
+    let info = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = info.lines().find(|l| l.starts_with("MemTotal:"))?;
+    let kib: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kib * 1024)
+}
+
+/// A lattice size that needs `bytes_per_site` bytes a site: at most MAX_SITES sites, and
+/// refused (with the bytes in the message) when that is more memory than the machine has.
+pub fn lattice_size(s: &str, bytes_per_site: u64) -> Result<(usize, usize), String> {
+    let (h, w) = parse_size(s)?;
+    let need = (h * w) as u64 * bytes_per_site;
+    match machine_memory() {
+        Some(have) if need > have => Err(format!(
+            "{h}x{w} needs {need} bytes of memory; this machine has {have}"
+        )),
+        _ => Ok((h, w)),
+    }
+}
+
 pub fn parse_size(s: &str) -> Result<(usize, usize), String> {
     let dim = |t: &str| -> Result<usize, String> {
         t.trim()
@@ -180,11 +201,24 @@ pub fn print_stdout(s: &str) {
     let _ = out.write_all(s.as_bytes()).and_then(|()| out.flush());
 }
 
+/// Prints one JSON document (`--json`) on stdout.
+pub fn print_json(value: &serde_json::Value) {
+    print_stdout(&format!("{value:#}\n"));
+}
+
 /// "same-value segments" or "occupied sites".
 pub fn mode(segments: bool) -> &'static str {
     if segments {
         "same-value segments"
     } else {
         "occupied sites"
+    }
+}
+
+/// The output options of `--compress [LEVEL]`.
+pub fn write_options(compress: Option<u8>) -> clusterlab::io::WriteOptions {
+    match compress {
+        Some(level) => clusterlab::io::WriteOptions::default().compress(level),
+        None => clusterlab::io::WriteOptions::default(),
     }
 }

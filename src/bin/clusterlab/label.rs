@@ -1,8 +1,8 @@
 //! `clusterlab label`: label a lattice file and write the label image.
 
 use crate::args::{
-    check_not_input, check_output_folder, library, mode, parse_backend, print_stdout, LatticeArgs,
-    Stage,
+    check_not_input, check_output_folder, library, mode, parse_backend, print_json, print_stdout,
+    write_options, LatticeArgs, Stage,
 };
 use anyhow::Result;
 use clap::Args;
@@ -20,9 +20,9 @@ pub struct LabelArgs {
 
     /// Where to write the labels (replaced atomically). .npy: the uint32 label image. .h5/.hdf5:
     /// dataset /labels with attributes connectivity, boundary, count and segments, plus the input
-    /// as /lattice.
+    /// as /lattice. Without it, only the summary is printed.
     #[arg(short, long, value_name = "PATH")]
-    output: PathBuf,
+    output: Option<PathBuf>,
 
     #[command(flatten)]
     lattice: LatticeArgs,
@@ -41,18 +41,32 @@ pub struct LabelArgs {
     #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = parse_backend)]
     backend: Backend,
 
+    /// HDF5 output: compress the lattice and label images (shuffle + deflate, the gzip every
+    /// HDF5 reader opens) at LEVEL 0 to 9 (default 4), in chunks of whole rows of about 1 MiB.
+    #[arg(long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "4",
+          value_parser = clap::value_parser!(u8).range(0..=9))]
+    compress: Option<u8>,
+
     /// Print nothing but errors (no summary, no progress).
-    #[arg(short, long)]
+    #[arg(short, long, conflicts_with = "json")]
     quiet: bool,
+
+    /// Print the summary as one JSON object (keys: command, input, dtype, height, width,
+    /// connectivity, boundary, segments, algorithm, backend, clusters, largest,
+    /// largest_fraction, occupied, occupied_fraction, time_ms, output).
+    #[arg(long)]
+    json: bool,
 }
 
 pub fn run(args: LabelArgs) -> Result<()> {
     // Refuse an unusable output before any work.
-    Format::from_path(&args.output)?;
-    check_output_folder(&args.output)?;
-    check_not_input(&args.output, &[&args.input], "the input lattice")?;
+    if let Some(out) = &args.output {
+        Format::from_path(out)?;
+        check_output_folder(out)?;
+        check_not_input(out, &[&args.input], "the input lattice")?;
+    }
 
-    let stage = Stage::new(args.quiet);
+    let stage = Stage::new(args.quiet || args.json);
     stage.set(format!("reading {}", args.input.display()));
     let l = &args.lattice;
     let lattice = io::read_lattice(&args.input, l.dataset.as_deref())?;
@@ -68,21 +82,50 @@ pub fn run(args: LabelArgs) -> Result<()> {
     let labels = lattice.label_with(&mut labeler)?;
     let elapsed = start.elapsed();
 
-    stage.set(format!("writing {}", args.output.display()));
-    let meta = LabelMeta {
-        connectivity: l.connectivity,
-        boundary: l.boundary,
-        segments: l.segments,
-    };
-    io::write_labels(&args.output, &labels, &meta, Some(&lattice))?;
+    if let Some(out) = &args.output {
+        stage.set(format!("writing {}", out.display()));
+        let meta = LabelMeta {
+            connectivity: l.connectivity,
+            boundary: l.boundary,
+            segments: l.segments,
+        };
+        io::write_labels_with(
+            out,
+            &labels,
+            &meta,
+            Some(&lattice),
+            &write_options(args.compress),
+        )?;
+    }
     drop(stage);
 
-    if !args.quiet {
-        let sizes = labels.sizes();
-        let sites = (h * w) as f64;
-        let largest = sizes.iter().skip(1).copied().max().unwrap_or(0);
-        let occupied = (h * w) as u64 - sizes[0];
-        let fraction = |n: u64| if sites > 0.0 { n as f64 / sites } else { 0.0 };
+    let sizes = labels.sizes();
+    let sites = (h * w) as f64;
+    let largest = sizes.iter().skip(1).copied().max().unwrap_or(0);
+    let occupied = (h * w) as u64 - sizes[0];
+    let fraction = |n: u64| if sites > 0.0 { n as f64 / sites } else { 0.0 };
+    let output = args.output.as_ref().map(|o| o.display().to_string());
+    if args.json {
+        print_json(&serde_json::json!({
+            "command": "label",
+            "input": args.input.display().to_string(),
+            "dtype": lattice.dtype(),
+            "height": h,
+            "width": w,
+            "connectivity": l.connectivity.neighbours(),
+            "boundary": l.boundary.name(),
+            "segments": l.segments,
+            "algorithm": args.algorithm.name(),
+            "backend": labeler.backend_name(),
+            "clusters": labels.count(),
+            "largest": largest,
+            "largest_fraction": fraction(largest),
+            "occupied": occupied,
+            "occupied_fraction": fraction(occupied),
+            "time_ms": elapsed.as_secs_f64() * 1e3,
+            "output": output,
+        }));
+    } else if !args.quiet {
         let summary = format!(
             "input      {} ({h}x{w} {})\n\
              labeling   {}-connectivity, {} boundary, {}\n\
@@ -101,7 +144,7 @@ pub fn run(args: LabelArgs) -> Result<()> {
             fraction(occupied),
             elapsed.as_secs_f64() * 1e3,
             labeler.backend_name(),
-            args.output.display(),
+            output.as_deref().unwrap_or("none (summary only)"),
         );
         print_stdout(&summary);
     }

@@ -48,7 +48,29 @@ enum Command {
     Percolation(percolation::PercolationArgs),
 }
 
+/// On SIGINT or SIGTERM (Ctrl-C, a batch scheduler's stop): remove the output being written
+/// and exit with 128 + the signal (130, 143), so that nothing is left behind.
+fn clean_up_on_signals() {
+    use signal_hook::consts::{SIGINT, SIGTERM};
+    let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM]) else {
+        return;
+    };
+    std::thread::spawn(move || {
+        if let Some(signal) = signals.forever().next() {
+            clusterlab::io::remove_pending_temporaries();
+            let name = if signal == SIGINT {
+                "SIGINT"
+            } else {
+                "SIGTERM"
+            };
+            eprintln!("error: stopped by {name}; the output being written was removed");
+            std::process::exit(128 + signal);
+        }
+    });
+}
+
 fn main() -> ExitCode {
+    clean_up_on_signals();
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
         Err(e) if !e.use_stderr() => {

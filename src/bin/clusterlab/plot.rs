@@ -1,8 +1,8 @@
 //! `clusterlab plot`: n_s on log-log axes or a label image, as PNG.
 
 use crate::args::{
-    check_not_input, check_output_folder, parse_probability, parse_size, print_stdout, LatticeArgs,
-    Stage,
+    check_not_input, check_output_folder, lattice_size, parse_probability, print_stdout,
+    LatticeArgs, Stage,
 };
 use anyhow::{bail, Context, Result};
 use clap::{Args, ValueEnum};
@@ -57,15 +57,16 @@ pub struct PlotArgs {
 
     /// Generate L x L (or H x W) site-percolation samples instead of reading files (MT19937, as
     /// `clusterlab generate` does).
-    #[arg(long, value_name = "HxW|L", value_parser = parse_size, requires = "p", conflicts_with_all = ["inputs", "dataset"])]
+    #[arg(long, value_name = "HxW|L", value_parser = |s: &str| lattice_size(s, 9), requires = "p", conflicts_with_all = ["inputs", "dataset"])]
     size: Option<(usize, usize)>,
 
     /// Occupation probability of the generated samples, from 0 to 1 (p_c = 0.592746 for site
     /// percolation with 4-connectivity, 0.407254 with 8).
-    #[arg(short, long = "p", value_name = "P", value_parser = parse_probability, requires = "size")]
+    #[arg(short, long = "p", value_name = "P", value_parser = parse_probability, requires = "size", allow_negative_numbers = true)]
     p: Option<f64>,
 
-    /// Number of generated samples (n_s is averaged over them; --kind labels draws the first).
+    /// Number of generated samples, from 1 to 1000000000 (n_s is averaged over them; --kind
+    /// labels draws the first).
     #[arg(short = 'n', long, value_name = "N", default_value_t = 1, value_parser = parse_samples, requires = "size")]
     samples: u32,
 
@@ -78,7 +79,7 @@ pub struct PlotArgs {
     #[arg(short = 'x', long)]
     exclude_percolating: bool,
 
-    /// sizes: logarithmic bins per decade of s; 0 plots every size that occurs.
+    /// sizes: logarithmic bins per decade of s, from 0 to 100; 0 plots every size that occurs.
     #[arg(long, value_name = "N", default_value_t = 5, value_parser = clap::value_parser!(u32).range(0..=100))]
     bins_per_decade: u32,
 
@@ -86,11 +87,11 @@ pub struct PlotArgs {
     #[arg(long)]
     no_guide: bool,
 
-    /// sizes: the exponent τ of the guide line.
-    #[arg(long, value_name = "TAU", default_value_t = clusterlab::plot::TAU_2D, hide_default_value = true, conflicts_with = "no_guide")]
+    /// sizes: the exponent τ of the guide line, above 0 and at most 10.
+    #[arg(long, value_name = "TAU", default_value_t = clusterlab::plot::TAU_2D, hide_default_value = true, conflicts_with = "no_guide", value_parser = parse_tau, allow_negative_numbers = true)]
     tau: f64,
 
-    /// sizes: the chart's size in pixels, WxH.
+    /// sizes: the chart's size in pixels, WxH, each side from 16 to 16384.
     #[arg(long, value_name = "WxH", default_value = "800x600", value_parser = parse_pixels)]
     chart: (u32, u32),
 
@@ -103,11 +104,13 @@ pub struct PlotArgs {
     background: BackgroundArg,
 
     /// labels: downscale lattices with a side longer than this many pixels (blocks of f x f
-    /// sites become one pixel, drawn as their most common cluster when at least half occupied).
+    /// sites become one pixel, drawn as their most common cluster when at least half occupied);
+    /// from 1 to 16384.
     #[arg(long, value_name = "PIXELS", default_value_t = 2048, value_parser = parse_pixel_count)]
     max_side: u32,
 
-    /// labels: pixels per site (or block) along each axis, to enlarge small lattices.
+    /// labels: pixels per site (or block) along each axis, to enlarge small lattices; from 1 to
+    /// 16384.
     #[arg(long, value_name = "K", default_value_t = 1, value_parser = parse_pixel_count)]
     scale: u32,
 
@@ -118,8 +121,10 @@ pub struct PlotArgs {
 
 fn parse_samples(s: &str) -> Result<u32, String> {
     match s.parse::<u32>() {
-        Ok(n) if n >= 1 => Ok(n),
-        _ => Err(format!("expected a sample count of at least 1, not {s:?}")),
+        Ok(n) if (1..=1_000_000_000).contains(&n) => Ok(n),
+        _ => Err(format!(
+            "expected a sample count from 1 to 1000000000, not {s:?}"
+        )),
     }
 }
 
@@ -149,6 +154,15 @@ fn parse_pixels(s: &str) -> Result<(u32, u32), String> {
             .ok_or_else(bad)
     };
     Ok((dim(w)?, dim(h)?))
+}
+
+fn parse_tau(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(t) if t > 0.0 && t <= 10.0 => Ok(t),
+        _ => Err(format!(
+            "expected an exponent above 0 and at most 10, not {s:?}"
+        )),
+    }
 }
 
 fn parse_title(s: &str) -> Result<String, String> {

@@ -1,41 +1,53 @@
 //! Times the CUDA labelers device-resident on site percolation at p_c.
 //!
 //! ```text
-//! cargo run --release --example gpu_timing -- [--size N] [--reps R] [--check] [--once] [--only ALG]
+//! cargo bench --bench gpu_timing -- [--size N] [--reps R] [--check] [--once] [--only ALG]
 //! ```
 //!
 //! For each algorithm, connectivity and numbering: the lattice and the label array stay on the
 //! GPU; each labeling is timed with CUDA events around `label_device` after three warm-up runs,
 //! and the median of `R` (default 20) is printed with the fraction of the memory floor it
-//! reaches (reading the `u8` lattice once and writing the `u32` labels once at 4.2 TB/s: 0.32 ms
-//! at 16384²). `--check` compares the GPU's canonical labels with the CPU's; `--once` runs each
+//! reaches (reading the `u8` lattice once and writing the `u32` labels once at the card's copy
+//! bandwidth, `common::bandwidth`: 0.32 ms at 16384² on an H200). `--check` compares the GPU's canonical labels with the CPU's; `--once` runs each
 //! configuration once (for profilers); `--only Ha4,BlockUnionFind` times those algorithms only.
 
-use anyhow::{bail, Context, Result};
-use clusterlab::cuda::cudarc::driver::sys::CUevent_flags;
+mod common;
+
 use clusterlab::cuda::{cuda_available, CudaLabeler, Numbering};
 use clusterlab::generate::percolation;
 use clusterlab::{Algorithm, Boundary, Connectivity, Labeler};
+use common::gpu::EventTimer;
+use common::{bandwidth, floor_ms, tb_per_s, Args, BenchResult, Samples};
+use std::process::ExitCode;
 use std::time::Instant;
 
-/// Bandwidth used for the floor, bytes per second.
-const BANDWIDTH: f64 = 4.2e12;
+const USAGE: &str = "usage: cargo bench --bench gpu_timing -- [--size N] [--reps R] [--check] \
+[--once] [--only ALG[,ALG...]]
+  --size N   lattice side (default 16384)
+  --reps R   timed runs per configuration (default 20)
+  --check    compare the GPU's counts and canonical labels with the CPU's
+  --once     one run per configuration (for profilers)
+  --only     time these algorithms only, e.g. Ha4,BlockUnionFind";
 
-fn main() -> Result<()> {
+fn main() -> ExitCode {
+    common::report("gpu_timing", run())
+}
+
+fn run() -> BenchResult<()> {
     let mut size = 16384usize;
     let mut reps = 20usize;
     let mut check = false;
     let mut once = false;
     let mut only: Option<String> = None;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
+    let mut args = Args::from_env(USAGE);
+    while let Some(a) = args.next_flag() {
         match a.as_str() {
-            "--size" => size = args.next().context("--size N")?.parse()?,
-            "--reps" => reps = args.next().context("--reps R")?.parse()?,
+            "--size" => size = args.value("--size"),
+            "--reps" => reps = args.value("--reps"),
             "--check" => check = true,
             "--once" => once = true,
-            "--only" => only = Some(args.next().context("--only ALGORITHM")?),
-            other => bail!("unknown argument {other}"),
+            "--only" => only = Some(args.value("--only")),
+            other => args.unknown(other),
         }
     }
     let info = cuda_available()?;
@@ -55,14 +67,21 @@ fn main() -> Result<()> {
         "lattice: {size}x{size} site percolation, p = {p}, generated in {:.1} s",
         t.elapsed().as_secs_f64()
     );
-    let floor_ms = (n as f64 * 5.0) / BANDWIDTH * 1e3;
-    println!("floor (read u8 + write u32 at 4.2 TB/s): {floor_ms:.3} ms");
+    let (bw, note) = bandwidth(&info.name);
+    if let Some(note) = note {
+        println!("{note}");
+    }
+    let floor_ms = floor_ms(n as f64 * 5.0, bw);
+    println!(
+        "floor (read u8 + write u32 at {} TB/s): {floor_ms:.3} ms",
+        tb_per_s(bw)
+    );
 
     // One stream for everything: no cross-stream events.
     let first = CudaLabeler::new(0, Connectivity::Four, Boundary::Open)?;
     let stream = first.stream().clone();
-    let ctx = first.context().clone();
     drop(first);
+    let timer = EventTimer::new(&stream)?;
     let input = stream.clone_htod(lattice.as_slice().unwrap())?;
     let mut output = stream.alloc_zeros::<u32>(n)?;
 
@@ -140,34 +159,24 @@ fn main() -> Result<()> {
         let count = gpu.count()?;
         let mut times = Vec::new();
         if !once {
-            let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-            let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
             let wall = Instant::now();
             for _ in 0..reps {
-                start.record(&stream)?;
-                gpu.label_device(&input, size, size, &mut output)?;
-                end.record(&stream)?;
-                times.push(start.elapsed_ms(&end)? as f64);
+                times.push(timer.time(|| gpu.label_device(&input, size, size, &mut output))?);
                 if wall.elapsed().as_secs() > 20 {
                     break;
                 }
             }
-            times.sort_by(|a, b| a.total_cmp(b));
         }
+        let times = Samples::new(times);
         // Back to back, no host wait in between: the mean per labeling.
         let mut piped = f64::NAN;
         if !once && !times.is_empty() {
             let k = times.len();
-            let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-            let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-            start.record(&stream)?;
-            for _ in 0..k {
-                gpu.label_device(&input, size, size, &mut output)?;
-            }
-            end.record(&stream)?;
-            piped = start.elapsed_ms(&end)? as f64 / k as f64;
+            piped = timer.time(|| {
+                (0..k).try_for_each(|_| gpu.label_device(&input, size, size, &mut output))
+            })? / k as f64;
         }
-        let median = times.get(times.len() / 2).copied().unwrap_or(f64::NAN);
+        let median = times.upper_median();
         println!(
             "{:<18} {:>4} {:<9} {:<8} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>6.0}% {:>10}",
             format!("{alg:?}"),
@@ -175,8 +184,8 @@ fn main() -> Result<()> {
             format!("{num:?}"),
             b.to_string(),
             median,
-            times.first().copied().unwrap_or(f64::NAN),
-            times.last().copied().unwrap_or(f64::NAN),
+            times.min(),
+            times.max(),
             piped,
             100.0 * floor_ms / median,
             count
@@ -200,7 +209,7 @@ fn main() -> Result<()> {
         }
     }
     if failures > 0 {
-        bail!("{failures} checks failed");
+        return Err(format!("{failures} checks failed").into());
     }
     if cpu.is_some() {
         println!("\ncheck: GPU counts (and canonical labels) identical to the CPU's");

@@ -4,38 +4,47 @@
 //! wrapping flags only, and the full table (`Measures::All`: GPU labels, CPU perimeters), for 4-
 //! and 8-connectivity, torus and open. Medians of `--reps` (20) runs after warm-up.
 //!
-//! `cargo run --release --example gpu_analysis_timing -- [--size N] [--reps R] [--check]`
+//! `cargo bench --bench gpu_analysis -- [--size N] [--reps R] [--check]`
 //! (`--check` compares each GPU table with the CPU's once).
 
-use anyhow::{bail, Context, Result};
-use clusterlab::cuda::cudarc::driver::sys::CUevent_flags;
+mod common;
+
 use clusterlab::cuda::{cuda_available, CudaAnalyzer, CudaLabeler, Numbering};
 use clusterlab::generate::percolation;
 use clusterlab::{Analyzer, Backend, Boundary, Connectivity, Measures};
+use common::gpu::EventTimer;
+use common::{bandwidth, floor_ms, median, Args, BenchResult};
+use std::process::ExitCode;
 use std::time::Instant;
 
-const BANDWIDTH: f64 = 4.2e12;
+const USAGE: &str = "usage: cargo bench --bench gpu_analysis -- [--size N] [--reps R] [--check]
+  --size N   lattice side (default 16384)
+  --reps R   timed runs per measurement (default 20)
+  --check    compare each GPU table with the CPU's once";
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v.get(v.len() / 2).copied().unwrap_or(f64::NAN)
+fn main() -> ExitCode {
+    common::report("gpu_analysis", run())
 }
 
-fn main() -> Result<()> {
+fn run() -> BenchResult<()> {
     let mut size = 16384usize;
     let mut reps = 20usize;
     let mut check = false;
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
+    let mut args = Args::from_env(USAGE);
+    while let Some(a) = args.next_flag() {
         match a.as_str() {
-            "--size" => size = args.next().context("--size N")?.parse()?,
-            "--reps" => reps = args.next().context("--reps R")?.parse()?,
+            "--size" => size = args.value("--size"),
+            "--reps" => reps = args.value("--reps"),
             "--check" => check = true,
-            other => bail!("unknown argument {other}"),
+            other => args.unknown(other),
         }
     }
     let info = cuda_available()?;
     println!("device: {} ({} SMs)", info.name, info.multiprocessors);
+    let (bw, note) = bandwidth(&info.name);
+    if let Some(note) = note {
+        println!("{note}");
+    }
     let p = 0.592746;
     let lattice = percolation(size, size, p, 1, 2024);
     let n = size * size;
@@ -59,20 +68,15 @@ fn main() -> Result<()> {
         for b in [Boundary::Periodic, Boundary::Open] {
             let mut gpu = CudaAnalyzer::new(0, c, b)?;
             let stream = gpu.stream().clone();
-            let ctx = stream.context().clone();
             let input = stream.clone_htod(lattice.as_slice().unwrap())?;
             let mut labels = stream.alloc_zeros::<u32>(n)?;
-            let ev = || ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT));
-            let (e0, e1) = (ev()?, ev()?);
+            let timer = EventTimer::new(&stream)?;
             // Raw labeling, the reference.
             let mut raw = CudaLabeler::with_stream(stream.clone(), c, b)?.numbering(Numbering::Raw);
             raw.prepare::<u8>(size, size)?;
             let mut times = Vec::new();
             for i in 0..reps + 3 {
-                e0.record(&stream)?;
-                raw.label_device(&input, size, size, &mut labels)?;
-                e1.record(&stream)?;
-                let t = e0.elapsed_ms(&e1)? as f64;
+                let t = timer.time(|| raw.label_device(&input, size, size, &mut labels))?;
                 if i >= 3 {
                     times.push(t);
                 }
@@ -82,10 +86,7 @@ fn main() -> Result<()> {
             let (mut dev, mut host) = (Vec::new(), Vec::new());
             let mut pieces = 0;
             for i in 0..reps + 2 {
-                e0.record(&stream)?;
-                gpu.queue_table::<u8, _>(&input, size, size)?;
-                e1.record(&stream)?;
-                let t = e0.elapsed_ms(&e1)? as f64;
+                let t = timer.time(|| gpu.queue_table::<u8, _>(&input, size, size))?;
                 let w = Instant::now();
                 let table = gpu.finish_table()?;
                 let h = w.elapsed().as_secs_f64() * 1e3;
@@ -115,10 +116,7 @@ fn main() -> Result<()> {
             let (mut dev, mut host, mut wall) = (Vec::new(), Vec::new(), Vec::new());
             for i in 0..reps + 2 {
                 let w0 = Instant::now();
-                e0.record(&stream)?;
-                gpu.queue_size_counts::<u8, _>(&input, size, size)?;
-                e1.record(&stream)?;
-                let t = e0.elapsed_ms(&e1)? as f64;
+                let t = timer.time(|| gpu.queue_size_counts::<u8, _>(&input, size, size))?;
                 let w = Instant::now();
                 let counts = gpu.finish_size_counts()?;
                 let h = w.elapsed().as_secs_f64() * 1e3;
@@ -152,7 +150,7 @@ fn main() -> Result<()> {
             }
             // Bytes the table path must move at least: read the lattice, the forest reads of
             // the run starts aside, and write + zero the 52-byte accumulators.
-            let floor = (n as f64 + 2.0 * 52.0 * pieces as f64) / BANDWIDTH * 1e3;
+            let floor = floor_ms(n as f64 + 2.0 * 52.0 * pieces as f64, bw);
             println!(
                 "{:<4} {:<8} {:>8.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9} {:>9.3} {:>9.1}",
                 c.to_string(),

@@ -4,7 +4,7 @@
 //! keep the seeds' labels), on the same fields.
 //!
 //! ```text
-//! cargo run --release --example regions_bench -- [--size N] [--reps R] [--no-gpu] [--no-peers]
+//! cargo bench --bench regions -- [--size N] [--reps R] [--no-gpu] [--no-peers]
 //!     [--python python3] [--script benches/peers_regions.py] [--dir DIR]
 //! ```
 //!
@@ -14,20 +14,29 @@
 //! flood, then `scipy.ndimage.binary_fill_holes` with the dual structure). CPU: median wall time
 //! of ≥ R runs (default 20) after 2 warm-up runs, per method. GPU: device-resident
 //! (`CudaRegionGrower::grow_device`, the field and mask on the device), CUDA events, median of
-//! R after 3 warm-ups, with the floor of reading the field and writing the mask once at
-//! 4.2 TB/s; and the host path (`RegionGrower` on `Backend::Cuda`, copies included), wall time.
+//! R after 3 warm-ups, with the floor of reading the field and writing the mask once at the
+//! card's copy bandwidth (`common::bandwidth`); and the host path (`RegionGrower` on `Backend::Cuda`, copies included), wall time.
 //! Every mask's site count is printed; the peers' counts must agree.
 
-use anyhow::{bail, Context, Result};
+mod common;
+
 use clusterlab::regions::{Criterion, Field, Method, RegionGrower, Sample};
 use clusterlab::{Connectivity, Parallelism};
+use common::{Args, BenchResult, Timing};
 use ndarray::{Array2, ArrayView2};
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
-use std::time::Instant;
+use std::process::{Command, ExitCode, Stdio};
 
-const BANDWIDTH: f64 = 4.2e12;
+const USAGE: &str = "usage: cargo bench --bench regions -- [--size N] [--reps R] [--no-gpu] \
+[--no-peers] [--python python3] [--script benches/peers_regions.py] [--dir DIR]
+  --size N      field side (default 4096)
+  --reps R      timed runs per method (default 20)
+  --no-gpu      skip the CUDA runs
+  --no-peers    skip scikit-image, OpenCV and CuPy
+  --python P    the interpreter for the peers (default python3)
+  --script S    the peers script (default benches/peers_regions.py)
+  --dir DIR     where the fields are written for the peers";
 
 struct Case {
     name: &'static str,
@@ -58,22 +67,10 @@ fn image(n: usize, uniform: bool) -> Array2<u8> {
     })
 }
 
-fn median(mut v: Vec<f64>) -> f64 {
-    v.sort_by(|a, b| a.total_cmp(b));
-    v[v.len() / 2]
-}
-
-/// Median wall time in ms of `f` over at least `reps` runs after 2 warm-ups; and the last result.
-fn time<R>(reps: usize, mut f: impl FnMut() -> R) -> (f64, R) {
-    f();
-    let mut r = f();
-    let mut t = Vec::new();
-    for _ in 0..reps {
-        let s = Instant::now();
-        r = f();
-        t.push(s.elapsed().as_secs_f64() * 1e3);
-    }
-    (median(t), r)
+/// Median wall time in ms of `f` over `reps` runs after 2 warm-ups; and the last result.
+fn time<R>(reps: usize, f: impl FnMut() -> R) -> (f64, R) {
+    let (times, r) = Timing::fixed(2, reps).run(f);
+    (times.upper_median(), r)
 }
 
 fn count(m: &Array2<u8>) -> usize {
@@ -86,7 +83,7 @@ struct Peers {
 }
 
 impl Peers {
-    fn start(python: &str, script: Option<PathBuf>, dir: &Path, reps: usize) -> Result<Peers> {
+    fn start(python: &str, script: Option<PathBuf>, dir: &Path, reps: usize) -> BenchResult<Peers> {
         let script = script.unwrap_or_else(|| {
             Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/peers_regions.py")
         });
@@ -99,8 +96,8 @@ impl Peers {
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .spawn()
-            .context("starting the peers script")?;
-        let mut out = BufReader::new(child.stdout.take().context("stdout")?);
+            .map_err(|e| format!("starting the peers script: {e}"))?;
+        let mut out = BufReader::new(child.stdout.take().ok_or("no stdout")?);
         let mut line = String::new();
         out.read_line(&mut line)?;
         println!("peers: {}", line.trim());
@@ -108,15 +105,15 @@ impl Peers {
     }
 
     /// Asks for one case; returns the answer lines (`NAME ms count`), up to `done`.
-    fn ask(&mut self, req: &str) -> Result<Vec<(String, f64, usize)>> {
-        let stdin = self.child.stdin.as_mut().context("stdin")?;
+    fn ask(&mut self, req: &str) -> BenchResult<Vec<(String, f64, usize)>> {
+        let stdin = self.child.stdin.as_mut().ok_or("no stdin")?;
         writeln!(stdin, "{req}")?;
         stdin.flush()?;
         let mut v = Vec::new();
         loop {
             let mut line = String::new();
             if self.out.read_line(&mut line)? == 0 {
-                bail!("the peers script ended");
+                return Err("the peers script ended".into());
             }
             let parts: Vec<&str> = line.split_whitespace().collect();
             match parts.as_slice() {
@@ -128,7 +125,11 @@ impl Peers {
     }
 }
 
-fn main() -> Result<()> {
+fn main() -> ExitCode {
+    common::report("regions", run())
+}
+
+fn run() -> BenchResult<()> {
     let mut size = 4096usize;
     let mut reps = 20usize;
     let mut gpu = true;
@@ -136,17 +137,17 @@ fn main() -> Result<()> {
     let mut python = "python3".to_string();
     let mut script = None;
     let mut dir = std::env::temp_dir().join("clusterlab-regions-bench");
-    let mut args = std::env::args().skip(1);
-    while let Some(a) = args.next() {
+    let mut args = Args::from_env(USAGE);
+    while let Some(a) = args.next_flag() {
         match a.as_str() {
-            "--size" => size = args.next().context("--size N")?.parse()?,
-            "--reps" => reps = args.next().context("--reps R")?.parse()?,
+            "--size" => size = args.value("--size"),
+            "--reps" => reps = args.value("--reps"),
             "--no-gpu" => gpu = false,
             "--no-peers" => peers = false,
-            "--python" => python = args.next().context("--python P")?,
-            "--script" => script = Some(args.next().context("--script S")?.into()),
-            "--dir" => dir = args.next().context("--dir D")?.into(),
-            other => bail!("unknown argument {other}"),
+            "--python" => python = args.value("--python"),
+            "--script" => script = Some(args.value::<PathBuf>("--script")),
+            "--dir" => dir = args.value("--dir"),
+            other => args.unknown(other),
         }
     }
     std::fs::create_dir_all(&dir)?;
@@ -173,7 +174,7 @@ fn main() -> Result<()> {
     ];
     let img = image(n, false);
     let uni = image(n, true);
-    let write = |name: &str, a: &Array2<u8>, f32: bool| -> Result<PathBuf> {
+    let write = |name: &str, a: &Array2<u8>, f32: bool| -> BenchResult<PathBuf> {
         let p = dir.join(format!("{name}_{}.npy", if f32 { "f32" } else { "u8" }));
         if f32 {
             ndarray_npy::write_npy(&p, &a.mapv(f32::from))?;
@@ -294,38 +295,39 @@ fn gpu_times<'a, T: Sample + clusterlab::cuda::cudarc::driver::DeviceRepr>(
     crit: &Criterion,
     seeds: &[(usize, usize)],
     reps: usize,
-) -> Result<()>
+) -> BenchResult<()>
 where
     ArrayView2<'a, T>: Field<'a>,
 {
-    use clusterlab::cuda::cudarc::driver::sys::CUevent_flags;
-    use clusterlab::cuda::CudaRegionGrower;
+    use clusterlab::cuda::{cuda_available, CudaRegionGrower};
     use clusterlab::Backend;
+    use common::gpu::EventTimer;
+    use common::{bandwidth, floor_ms, median, tb_per_s};
     let (h, w) = field.dim();
     let mut g = CudaRegionGrower::new(0, crit.clone())?;
     let stream = g.stream().clone();
-    let ctx = stream.context().clone();
-    let dev = stream.clone_htod(field.as_slice().context("contiguous")?)?;
+    let dev = stream.clone_htod(field.as_slice().ok_or("the field is not contiguous")?)?;
     let mut out = stream.alloc_zeros::<u8>(h * w)?;
     for _ in 0..3 {
         g.grow_device(&dev, h, w, 1, seeds, &mut out)?;
     }
-    let start = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
-    let end = ctx.new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))?;
+    let timer = EventTimer::new(&stream)?;
     let mut t = Vec::new();
     for _ in 0..reps.max(20) {
-        start.record(&stream)?;
-        g.grow_device(&dev, h, w, 1, seeds, &mut out)?;
-        end.record(&stream)?;
-        t.push(start.elapsed_ms(&end)? as f64);
+        t.push(timer.time(|| g.grow_device(&dev, h, w, 1, seeds, &mut out))?);
     }
     let mask = stream.clone_dtoh(&out)?;
     let sites = mask.iter().filter(|&&v| v != 0).count();
     let ms = median(t);
-    let floor = (h * w * (std::mem::size_of::<T>() + 1)) as f64 / BANDWIDTH * 1e3;
+    let (bw, note) = bandwidth(&cuda_available()?.name);
+    if let Some(note) = note {
+        println!("  {note}");
+    }
+    let floor = floor_ms((h * w * (std::mem::size_of::<T>() + 1)) as f64, bw);
     results.push(("gpu device-resident".into(), ms, sites));
     println!(
-        "  gpu floor (read field + write mask once at 4.2 TB/s): {floor:.4} ms; median {ms:.3} ms = {:.1}x the floor",
+        "  gpu floor (read field + write mask once at {} TB/s): {floor:.4} ms; median {ms:.3} ms = {:.1}x the floor",
+        tb_per_s(bw),
         ms / floor
     );
     // The host path: the field up and the mask back on every call.

@@ -1,0 +1,210 @@
+// Bit runs' cluster-analysis records (br_local_ana, kernels/bit_runs.cu): the record format and
+// the tile pass that sums each local component into one record. Included by bit_runs.cu, whose
+// tile geometry and shared-memory layout (OFF_ACC, ACC_FIELDS, ...) it uses; analysis.cu's
+// ana_records reads the records back with the same helpers.
+#pragma once
+
+// The cluster analysis's records of a tile's components (br_local_ana). Each local component
+// gets one record: its local root's site and its sums in tile coordinates (x < 1024, y < 32), packed
+// so that no field can carry into the next:
+//   a   = size (bits 0..15) | sum y (16..34) | sum y^2 (35..58)
+//   b   = sum x (bits 0..23) | sum x^2 (24..57)
+//   box = x_min (bits 0..9) | x_max (10..19) | y_min (20..24) | y_max (25..29)
+// Interior components (whole clusters) fill the arrays from the front, edge components from the
+// back (index cap - 1 - j); count[0] and count[1] count them. src/cuda/bit_runs.rs: Records.
+struct BrRec {
+    u32* root;
+    u64* a;
+    u64* b;
+    u32* box;
+    u32* count;
+    u32 cap;
+    u32 slots; // shared-memory accumulators (ana_shared_bytes)
+};
+
+// The record's packed fields (as above).
+__device__ __forceinline__ u64 pack_a(u32 size, u32 sy, u32 syy) {
+    return (u64)size | (u64)sy << 16 | (u64)syy << 35;
+}
+__device__ __forceinline__ u64 pack_b(u32 sx, u64 sxx) { return (u64)sx | sxx << 24; }
+__device__ __forceinline__ u32 pack_box(u32 x_min, u32 x_max, u32 y_min, u32 y_max) {
+    return x_min | x_max << 10 | y_min << 20 | y_max << 25;
+}
+// And back (analysis.cu's ana_records).
+__device__ __forceinline__ u32 rec_size(u64 a) { return (u32)(a & 0xffffu); }
+__device__ __forceinline__ u64 rec_sy(u64 a) { return (a >> 16) & 0x7ffffull; }
+__device__ __forceinline__ u64 rec_syy(u64 a) { return a >> 35; }
+__device__ __forceinline__ u64 rec_sx(u64 b) { return b & 0xffffffull; }
+__device__ __forceinline__ u64 rec_sxx(u64 b) { return b >> 24; }
+__device__ __forceinline__ u32 box_x_min(u32 box) { return box & 1023u; }
+__device__ __forceinline__ u32 box_x_max(u32 box) { return (box >> 10) & 1023u; }
+__device__ __forceinline__ u32 box_y_min(u32 box) { return (box >> 20) & 31u; }
+__device__ __forceinline__ u32 box_y_max(u32 box) { return box >> 25; }
+
+// Sums over the run of `len` sites from column c: of x, and of x^2 (the sum of squares 0..=m is
+// m (m + 1) (2m + 1) / 6, below 2^32 for m < 1024).
+__device__ __forceinline__ u32 run_sx(u32 c, u32 len) { return len * c + len * (len - 1) / 2; }
+__device__ __forceinline__ u32 run_sq(u32 c, u32 len) {
+    const u32 e = c + len - 1;
+    return e * (e + 1) * (2 * e + 1) / 6 - (c ? (c - 1) * c * (2 * c - 1) / 6 : 0u);
+}
+
+// The length of the run that starts at column c of tile row r: up to the next site that is not
+// joined to its left neighbour (JL clear: empty, or another run's start).
+__device__ __forceinline__ u32 run_len(const u32* sm, u32 r, u32 c) {
+    const u32* jl = plane(const_cast<u32*>(sm), P_JL, r);
+    u32 w = c >> 5;
+    const u32 b = c & 31;
+    u32 z = b == 31 ? 0u : ~jl[w] & (FULL << (b + 1));
+    while (!z && ++w < TWW) z = ~jl[w];
+    const u32 end = z ? 32u * w + __ffs(z) - 1 : TW;
+    return end - c;
+}
+
+__device__ __forceinline__ void put_record(const BrRec& rec, u32 j, u32 site, u64 a, u64 b,
+                                           u32 box) {
+    rec.root[j] = site;
+    rec.a[j] = a;
+    rec.b[j] = b;
+    rec.box[j] = box;
+}
+
+// The tile's records, after every node points straight at its local root (`mine`: this thread's
+// roots, bit k for node threadIdx.x + 512 k; OFF_MULTI: the roots of more than one run). A
+// single-run component's record is its run's; the others' runs are summed into `slots`
+// shared-memory accumulators, in rounds of `slots` components when a tile has more (each
+// multi-run root's parent field, free once the finds are over, holds its accumulator number).
+// The loops go over the nodes warp by warp (lane l of warp w takes node 32 w + l + 512 k), so
+// that a warp's records are consecutive (ballots rank them) and its runs of one component are
+// summed in registers before one lane's atomics (a large component's runs are dense in raster
+// order). Leaves the nodes' own fields (row, column, EDGE) and non-roots' parents as they were.
+__device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& t, u32 nodes,
+                                           u32 mine, const BrRec& rec) {
+    u32* ent = sm;
+    const u32* multi = sm + OFF_MULTI;
+    u32* scan = sm + OFF_SCAN;
+    // Accumulators: ACC_FIELDS arrays of `slots` words (32-bit shared atomics are native; sums of
+    // x^2 in two halves, so that 16384 runs cannot overflow either).
+    u32* acc = sm + OFF_ACC;
+    const u32 S = rec.slots;
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const u32 lt = (1u << lane) - 1u;
+#define IS_MULTI(n) ((multi[(n) >> 5] >> ((n) & 31)) & 1u)
+
+    // This thread's interior, edge and multi-run roots; the first record of each warp (the
+    // block scan's offset of its lane 0).
+    u32 ci = 0, ce = 0, cm = 0;
+    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
+        if (!((mine >> k) & 1u)) continue;
+        if (ent[n] & EDGE) ce++;
+        else ci++;
+        cm += IS_MULTI(n);
+    }
+    u32 tot_ie, tot_m;
+    const u32 off_ie = block_exclusive_scan(ci | ce << 16, scan, &tot_ie);
+    const u32 off_m = block_exclusive_scan(cm, scan, &tot_m);
+    if (threadIdx.x == 0) {
+        scan[32] = atomicAdd(rec.count, tot_ie & 0xffffu);
+        scan[33] = atomicAdd(rec.count + 1, tot_ie >> 16);
+    }
+    __syncthreads();
+    const u32 w_ie = __shfl_sync(FULL, off_ie, 0);
+    const u32 first_i = scan[32] + (w_ie & 0xffffu), first_e = scan[33] + (w_ie >> 16);
+    const u32 w_m = __shfl_sync(FULL, off_m, 0);
+
+    // Single-run components' records; accumulator numbers for the others.
+    for (u32 k = 0, ji = first_i, je = first_e, jm = w_m; 32u * warp + BR_THREADS * k < nodes;
+         k++) {
+        const u32 n = threadIdx.x + BR_THREADS * k;
+        const bool root = n < nodes && ((mine >> k) & 1u);
+        const u32 e = root ? ent[n] : 0u;
+        const bool many = root && IS_MULTI(n);
+        const u32 bi = __ballot_sync(FULL, root && !(e & EDGE));
+        const u32 be = __ballot_sync(FULL, root && (e & EDGE));
+        const u32 bm = __ballot_sync(FULL, many);
+        const u32 j = (e & EDGE) ? rec.cap - 1 - (je + __popc(be & lt)) : ji + __popc(bi & lt);
+        if (many) {
+            ent[n] = (e & (OWN_MASK | EDGE)) | ((jm + __popc(bm & lt)) << PAR_SHIFT);
+        } else if (root) {
+            const u32 r = (e >> 10) & 31u, c = e & 1023u, len = run_len(sm, r, c);
+            put_record(rec, j, node_key(ent, g, t, n), pack_a(len, len * r, len * r * r),
+                       pack_b(run_sx(c, len), run_sq(c, len)),
+                       pack_box(c, c + len - 1, r, r));
+        }
+        ji += __popc(bi);
+        je += __popc(be);
+        jm += __popc(bm);
+    }
+    __syncthreads();
+
+    for (u32 base = 0; base < tot_m; base += rec.slots) {
+        for (u32 i = threadIdx.x; i < ACC_FIELDS * S; i += BR_THREADS)
+            acc[i] = i < S * ACC_XMIN || i >= S * (ACC_XMIN + 1) ? 0u : FULL;
+        __syncthreads();
+        for (u32 k = 0; 32u * warp + BR_THREADS * k < nodes; k++) {
+            const u32 n = threadIdx.x + BR_THREADS * k;
+            u32 s = FULL, e = 0;
+            if (n < nodes) {
+                e = ent[n];
+                const bool root = (mine >> k) & 1u;
+                const u32 R = root ? n : e_par(e);
+                if (IS_MULTI(R)) {
+                    s = e_par(root ? e : ent[R]) - base;
+                    if (s >= rec.slots) s = FULL;
+                }
+            }
+            const u32 r = (e >> 10) & 31u, c = e & 1023u, len = run_len(sm, r, c);
+            const u32 last = c + len - 1, sq = run_sq(c, len);
+            u32 v[ACC_FIELDS] = {len, len * r, len * r * r, run_sx(c, len), sq & 0xffffu, sq >> 16,
+                                 c, last, r};
+            // Lanes holding runs of one component side by side (a large component's runs are
+            // dense in raster order) sum them into the first lane of the stretch (a segmented
+            // reduction by shuffles), which alone adds the sums; elsewhere every lane adds its
+            // own. (__match_any_sync groups all equal lanes but costs more than it saves where
+            // components are small.)
+            const u32 prev = __shfl_up_sync(FULL, s, 1);
+            const u32 heads = __ballot_sync(FULL, lane == 0 || prev != s || s == FULL);
+            if (heads != FULL) {
+                const u32 above = lane == 31 ? 0u : heads & (FULL << (lane + 1));
+                const u32 stretch_end = above ? __ffs(above) - 1 : 32u;
+#pragma unroll
+                for (u32 o = 1; o < 32; o <<= 1) {
+                    const bool take = lane + o < stretch_end;
+#pragma unroll
+                    for (u32 f = 0; f < ACC_FIELDS; f++) {
+                        const u32 t = __shfl_down_sync(FULL, v[f], o);
+                        if (take) v[f] = f < ACC_XMIN ? v[f] + t : f == ACC_XMIN ? min(v[f], t) : max(v[f], t);
+                    }
+                }
+                if (!((heads >> lane) & 1u)) s = FULL;
+            }
+            if (s == FULL) continue;
+#pragma unroll
+            for (u32 f = 0; f < ACC_XMIN; f++) atomicAdd(acc + f * S + s, v[f]);
+            atomicMin(acc + ACC_XMIN * S + s, v[ACC_XMIN]);
+            atomicMax(acc + (ACC_XMIN + 1) * S + s, v[ACC_XMIN + 1]);
+            atomicMax(acc + (ACC_XMIN + 2) * S + s, v[ACC_XMIN + 2]);
+        }
+        __syncthreads();
+        for (u32 k = 0, ji = first_i, je = first_e; 32u * warp + BR_THREADS * k < nodes; k++) {
+            const u32 n = threadIdx.x + BR_THREADS * k;
+            const bool root = n < nodes && ((mine >> k) & 1u);
+            const u32 e = root ? ent[n] : 0u;
+            const u32 bi = __ballot_sync(FULL, root && !(e & EDGE));
+            const u32 be = __ballot_sync(FULL, root && (e & EDGE));
+            const u32 j = (e & EDGE) ? rec.cap - 1 - (je + __popc(be & lt)) : ji + __popc(bi & lt);
+            ji += __popc(bi);
+            je += __popc(be);
+            if (!root || !IS_MULTI(n)) continue;
+            const u32 s = e_par(e) - base;
+            if (s >= rec.slots) continue;
+            const u32 r = (e >> 10) & 31u;
+            const u32* q = acc + s;
+            put_record(rec, j, node_key(ent, g, t, n), pack_a(q[0], q[S], q[2 * S]),
+                       pack_b(q[3 * S], (u64)q[4 * S] + ((u64)q[5 * S] << 16)),
+                       pack_box(q[6 * S], q[7 * S], r, q[8 * S]));
+        }
+        __syncthreads();
+    }
+#undef IS_MULTI
+}

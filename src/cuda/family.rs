@@ -1,0 +1,243 @@
+//! The kernel families: which exist, how each configuration is compiled (defines and
+//! `#include`s of the embedded `kernels/` files) and which kernels each module holds — stated
+//! here and in each family's file, so that the runtime below names no family.
+
+use super::runtime::ModuleSpec;
+
+/// Every kernel file, embedded: the programs `#include` them by these names.
+pub(crate) const HEADERS: &[(&str, &str)] = &[
+    ("common.cuh", include_str!("../../kernels/common.cuh")),
+    ("canonical.cu", include_str!("../../kernels/canonical.cu")),
+    ("analysis.cu", include_str!("../../kernels/analysis.cu")),
+    (
+        "bit_runs_records.cuh",
+        include_str!("../../kernels/bit_runs_records.cuh"),
+    ),
+    ("bit_runs.cu", include_str!("../../kernels/bit_runs.cu")),
+    (
+        "block_union_find.cu",
+        include_str!("../../kernels/block_union_find.cu"),
+    ),
+    ("ha4.cu", include_str!("../../kernels/ha4.cu")),
+    (
+        "label_equivalence.cu",
+        include_str!("../../kernels/label_equivalence.cu"),
+    ),
+    ("regions.cu", include_str!("../../kernels/regions.cu")),
+    ("tile_merge.cu", include_str!("../../kernels/tile_merge.cu")),
+];
+
+/// The site type of a lattice on the device.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum SiteType {
+    U8,
+    U16,
+    U32,
+}
+
+impl SiteType {
+    /// Bytes per site.
+    pub(crate) fn size(self) -> usize {
+        match self {
+            SiteType::U8 => 1,
+            SiteType::U16 => 2,
+            SiteType::U32 => 4,
+        }
+    }
+    pub(crate) fn c_name(self) -> &'static str {
+        match self {
+            SiteType::U8 => "unsigned char",
+            SiteType::U16 => "unsigned short",
+            SiteType::U32 => "unsigned int",
+        }
+    }
+    /// The site type of `T` (one of `u8`, `u16`, `u32`: [`crate::SiteValue`] is sealed).
+    pub(crate) fn of<T: crate::SiteValue>() -> SiteType {
+        match std::mem::size_of::<T>() {
+            1 => SiteType::U8,
+            2 => SiteType::U16,
+            _ => SiteType::U32,
+        }
+    }
+}
+
+/// A kernel family: one `.cu` file, compiled per configuration.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) enum Family {
+    LabelEquivalence,
+    BlockUnionFind,
+    TileMerge,
+    Ha4,
+    BitRuns,
+    /// Seeded regions' kernels (not a labeling algorithm).
+    Regions,
+}
+
+impl Family {
+    /// The family's kernel file (in [`HEADERS`]).
+    fn file(self) -> &'static str {
+        match self {
+            Family::LabelEquivalence => super::label_equivalence::FILE,
+            Family::BlockUnionFind => super::block_union_find::FILE,
+            Family::TileMerge => super::tile_merge::FILE,
+            Family::Ha4 => super::ha4::FILE,
+            Family::BitRuns => super::bit_runs::FILE,
+            Family::Regions => super::regions::FILE,
+        }
+    }
+
+    /// The kernels each family declares in its own file.
+    fn kernels(self) -> &'static [&'static str] {
+        match self {
+            Family::LabelEquivalence => super::label_equivalence::KERNELS,
+            Family::BlockUnionFind => super::block_union_find::KERNELS,
+            Family::TileMerge => super::tile_merge::KERNELS,
+            Family::Ha4 => super::ha4::KERNELS,
+            Family::BitRuns => super::bit_runs::KERNELS,
+            Family::Regions => super::regions::KERNELS,
+        }
+    }
+
+    /// Whether the module also holds the cluster analysis's kernels (`analysis.cu`), which read
+    /// the forest of block union-find or bit runs.
+    fn with_analysis(self) -> bool {
+        matches!(self, Family::BlockUnionFind | Family::BitRuns)
+    }
+}
+
+/// What a compiled module is specialised for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub(crate) struct ModuleKey {
+    pub family: Family,
+    pub site: SiteType,
+    pub conn8: bool,
+    pub segments: bool,
+}
+
+impl ModuleKey {
+    /// Whether the forest is a compact array of its own (blocks of more than one site) rather
+    /// than the label array.
+    pub(crate) fn compact_forest(&self) -> bool {
+        self.block_shape() != (1, 1)
+    }
+
+    /// The union-find block shape `(BW, BH)` of this configuration.
+    pub(crate) fn block_shape(&self) -> (u32, u32) {
+        match (self.family, self.segments, self.conn8) {
+            (
+                Family::LabelEquivalence
+                | Family::TileMerge
+                | Family::Ha4
+                | Family::BitRuns
+                | Family::Regions,
+                _,
+                _,
+            )
+            | (_, true, _) => (1, 1),
+            (Family::BlockUnionFind, false, true) => (2, 2),
+            (Family::BlockUnionFind, false, false) => (2, 1),
+        }
+    }
+
+    pub(crate) fn describe(&self) -> String {
+        format!(
+            "{} (sites {}, {}-connectivity{})",
+            self.family.file(),
+            self.site.c_name(),
+            if self.conn8 { 8 } else { 4 },
+            if self.segments { ", segments" } else { "" }
+        )
+    }
+}
+
+impl ModuleSpec for ModuleKey {
+    fn key(&self) -> u64 {
+        // Exact, no hashing: each field in its own bits.
+        (self.family as u64) << 16
+            | (self.site as u64) << 8
+            | u64::from(self.conn8) << 1
+            | u64::from(self.segments)
+    }
+
+    fn name(&self) -> String {
+        self.describe()
+    }
+
+    /// The configuration's defines, then the shared helpers, canonical numbering, the family's
+    /// kernels and (block union-find, bit runs) the analysis kernels, by `#include`.
+    fn source(&self) -> String {
+        let (bw, bh) = self.block_shape();
+        let analysis = if self.family.with_analysis() {
+            "#include \"analysis.cu\"\n"
+        } else {
+            ""
+        };
+        format!(
+            "#define SITE_T {}\n#define CONN8 {}\n#define SEGMENTS {}\n#define BW {bw}\n#define BH {bh}\n\
+             #include \"common.cuh\"\n#include \"canonical.cu\"\n#include \"{}\"\n{analysis}",
+            self.site.c_name(),
+            self.conn8 as u32,
+            self.segments as u32,
+            self.family.file(),
+        )
+    }
+
+    fn headers(&self) -> &'static [(&'static str, &'static str)] {
+        HEADERS
+    }
+
+    fn kernels(&self) -> Vec<&'static str> {
+        let mut k = self.family.kernels().to_vec();
+        k.extend_from_slice(super::canonical::KERNELS);
+        k
+    }
+
+    fn shared_bytes(&self, kernel: &str, max_optin: usize) -> Option<usize> {
+        match self.family {
+            Family::BitRuns => {
+                super::bit_runs::kernel_shared_bytes(kernel, self.segments, max_optin)
+            }
+            _ => None,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::cuda::runtime::nvrtc::{compile_cubin, target_arch};
+
+    /// Every kernel configuration compiles with NVRTC (no GPU needed: only libnvrtc).
+    #[test]
+    fn every_configuration_compiles() {
+        if !super::super::runtime::nvrtc::tests::nvrtc_present() {
+            return;
+        }
+        for family in [
+            Family::LabelEquivalence,
+            Family::BlockUnionFind,
+            Family::TileMerge,
+            Family::Ha4,
+            Family::BitRuns,
+        ] {
+            for site in [SiteType::U8, SiteType::U16, SiteType::U32] {
+                for conn8 in [false, true] {
+                    for segments in [false, true] {
+                        let key = ModuleKey {
+                            family,
+                            site,
+                            conn8,
+                            segments,
+                        };
+                        for arch in [target_arch(75).unwrap(), target_arch(90).unwrap()] {
+                            let cubin =
+                                compile_cubin(&key.name(), &key.source(), key.headers(), &arch)
+                                    .unwrap_or_else(|e| panic!("{e}"));
+                            assert!(!cubin.is_empty());
+                        }
+                    }
+                }
+            }
+        }
+    }
+}

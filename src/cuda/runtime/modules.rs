@@ -1,0 +1,129 @@
+//! Compiled modules: what the runtime needs to know of a module ([`ModuleSpec`], stated by each
+//! kernel family, so that the runtime names none), its compilation (once per context and
+//! configuration, cached for the process) and its kernels by name.
+
+use super::driver::{cuda_err, no_panic, Gpu};
+use super::nvrtc::{compile_cubin, target_arch};
+use crate::{Error, Result};
+use cudarc::driver::{sys, CudaFunction, CudaModule};
+use cudarc::nvrtc::Ptx;
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+/// One module as its family states it: the program, the files it `#include`s, its kernels.
+pub(crate) trait ModuleSpec {
+    /// A key unique to this configuration among the process's modules.
+    fn key(&self) -> u64;
+    /// A name for messages and NVRTC's log, e.g. `bit_runs.cu (sites unsigned char, ...)`.
+    fn name(&self) -> String;
+    /// The program NVRTC compiles: configuration defines and `#include`s.
+    fn source(&self) -> String;
+    /// The files the program may `#include`, as `(name, contents)`.
+    fn headers(&self) -> &'static [(&'static str, &'static str)];
+    /// The kernels to load from the module.
+    fn kernels(&self) -> Vec<&'static str>;
+    /// Dynamic shared memory `kernel` must be allowed beyond the default 48 KB, given the
+    /// device's opt-in limit.
+    fn shared_bytes(&self, kernel: &str, max_optin: usize) -> Option<usize>;
+}
+
+/// A loaded module and its kernels.
+pub(crate) struct Module {
+    _module: Arc<CudaModule>,
+    funcs: Vec<(&'static str, CudaFunction)>,
+}
+
+impl Module {
+    /// The kernel `name` (one of the family's or canonical numbering's).
+    pub(crate) fn func(&self, name: &str) -> &CudaFunction {
+        &self
+            .funcs
+            .iter()
+            .find(|(n, _)| *n == name)
+            .unwrap_or_else(|| panic!("kernel {name} is not in this module"))
+            .1
+    }
+}
+
+/// Compiled modules of every context in the process, by context handle and configuration: each
+/// kernel family is compiled once per context (labelers on one device share its primary context).
+type ModuleCache = HashMap<(usize, u64), Arc<Module>>;
+
+fn module_cache() -> &'static Mutex<ModuleCache> {
+    static CACHE: OnceLock<Mutex<ModuleCache>> = OnceLock::new();
+    CACHE.get_or_init(|| Mutex::new(HashMap::new()))
+}
+
+impl Gpu {
+    /// The module for `key`, compiled on first use in this context.
+    pub(crate) fn module(&mut self, spec: &impl ModuleSpec) -> Result<&Module> {
+        let key = spec.key();
+        if !self.modules.contains_key(&key) {
+            let ctx_key = (self.ctx.cu_ctx() as usize, key);
+            let cached = module_cache()
+                .lock()
+                .map_err(|_| Error::Cuda("the kernel cache is poisoned".into()))?
+                .get(&ctx_key)
+                .cloned();
+            let module = match cached {
+                Some(m) => m,
+                None => {
+                    let m = Arc::new(self.compile(spec)?);
+                    module_cache()
+                        .lock()
+                        .map_err(|_| Error::Cuda("the kernel cache is poisoned".into()))?
+                        .insert(ctx_key, m.clone());
+                    m
+                }
+            };
+            self.modules.insert(key, module);
+        }
+        Ok(&self.modules[&key])
+    }
+
+    /// Whether the module for `key` is compiled already.
+    pub(crate) fn has_module(&self, spec: &impl ModuleSpec) -> bool {
+        self.modules.contains_key(&spec.key())
+    }
+
+    /// The module for `key`, if compiled.
+    pub(crate) fn get_module(&self, spec: &impl ModuleSpec) -> Option<&Module> {
+        self.modules.get(&spec.key()).map(|m| &**m)
+    }
+
+    fn compile(&self, spec: &impl ModuleSpec) -> Result<Module> {
+        let name = spec.name();
+        let src = spec.source();
+        let arch = no_panic("asking NVRTC for its architectures", || {
+            target_arch(self.cc.0 * 10 + self.cc.1)
+        })?;
+        let cubin = no_panic("compiling with NVRTC", || {
+            compile_cubin(&name, &src, spec.headers(), &arch)
+        })?;
+        self.bind()?;
+        let module = self
+            .ctx
+            .load_module(Ptx::from_binary(cubin))
+            .map_err(|e| cuda_err(&format!("loading the module of {name}"), e))?;
+        let mut funcs = Vec::new();
+        for k in spec.kernels() {
+            let f = module
+                .load_function(k)
+                .map_err(|e| cuda_err(&format!("finding kernel {k}"), e))?;
+            if let Some(bytes) = spec.shared_bytes(k, self.max_shared_optin) {
+                // More than the default 48 KB of dynamic shared memory must be asked for.
+                let bytes = bytes as i32;
+                f.set_attribute(
+                    sys::CUfunction_attribute::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                    bytes,
+                )
+                .map_err(|e| cuda_err(&format!("giving {k} {bytes} bytes of shared memory"), e))?;
+            }
+            funcs.push((k, f));
+        }
+        Ok(Module {
+            _module: module,
+            funcs,
+        })
+    }
+}
