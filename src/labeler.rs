@@ -11,6 +11,9 @@ use crate::{
 };
 use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 
+// Bond-masked labeling (`label_bonds*`, `bond_roots_into`): its own file.
+mod bonds;
+
 /// A labeling plan for lattice after lattice: connectivity, boundary, site rule and algorithm,
 /// with the buffers it needs. After the first call on a given shape, [`Labeler::label_into`]
 /// allocates nothing (for inputs with contiguous rows), so simulation codes can call it every
@@ -35,6 +38,8 @@ pub struct Labeler {
     backend: Box<dyn LabelBackend + Send>,
     /// Label buffer for outputs whose rows are not contiguous.
     staging: Array2<u32>,
+    /// Buffers of bond-masked labeling, kept between calls.
+    bond_scratch: bonds::Scratch,
 }
 
 impl Labeler {
@@ -47,6 +52,7 @@ impl Labeler {
             backend: Box::new(CpuBackend::new(pool.clone())),
             device: Device::Cpu(pool),
             staging: Array2::zeros((0, 0)),
+            bond_scratch: Default::default(),
         }
     }
 
@@ -61,6 +67,7 @@ impl Labeler {
             backend: device.label_backend()?,
             device,
             staging: Array2::zeros((0, 0)),
+            bond_scratch: Default::default(),
         })
     }
 

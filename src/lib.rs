@@ -42,8 +42,8 @@
 // Layers, bottom up; each imports only from the layers before it:
 // core (lattice, options, labels, error, bits, rule, region) ← measure (the cluster table and
 // the host logic both backends share) ← backends (cpu, cuda) ← device (the one CPU/GPU seam)
-// ← front ends (labeler, analysis, regions) ← I/O, generate ← studies (percolation) ← plot
-// ← the binary.
+// ← front ends (labeler, analysis, regions) ← I/O, generate ← physics (mc, percolation)
+// ← plot ← the binary.
 mod core;
 mod cpu;
 #[cfg(feature = "cuda")]
@@ -62,7 +62,7 @@ pub mod regions;
 
 pub mod generate;
 pub mod io;
-
+pub mod mc;
 pub mod percolation;
 
 // Guides (prose and doctests only), e.g. `docs::coming_from` for users of scipy, cc3d,
@@ -74,6 +74,7 @@ pub mod plot;
 // Transitional crate-internal paths for modules that still import `crate::lattice` etc.
 use crate::core::{lattice, rule};
 
+pub use crate::core::bonds::PackedBonds;
 pub use crate::core::error::{Error, Result};
 pub use crate::core::labels::Labels;
 pub use crate::core::lattice::{Boundary, Connectivity, SiteValue, MAX_SITES};

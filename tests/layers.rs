@@ -16,7 +16,7 @@ const LAYERS: &[&[&str]] = &[
     &["device"],
     &["labeler", "analysis", "regions"],
     &["io", "generate"],
-    &["percolation"],
+    &["mc", "percolation"],
     &["plot"],
 ];
 

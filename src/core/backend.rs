@@ -1,8 +1,9 @@
 //! The internal interface that every labeling backend (CPU, CUDA) implements.
 
+use super::bonds::PackedBonds;
 use super::lattice::Input;
 use super::options::Spec;
-use crate::Result;
+use crate::{Error, Result};
 use ndarray::ArrayViewMut2;
 
 /// A labeling backend. `out` has the lattice's shape and contiguous rows; the backend writes
@@ -16,4 +17,17 @@ pub(crate) trait LabelBackend {
         spec: &Spec,
         out: ArrayViewMut2<'_, u32>,
     ) -> Result<usize>;
+    /// Labels the clusters of a bond configuration (every site a cluster; `spec.connectivity` is
+    /// 4), scipy-numbered like [`LabelBackend::label`]. Backends without it say so.
+    fn label_bonds(
+        &mut self,
+        _bonds: &PackedBonds,
+        _spec: &Spec,
+        _out: ArrayViewMut2<'_, u32>,
+    ) -> Result<usize> {
+        Err(Error::InvalidArgument(format!(
+            "bond-masked labeling is not yet on the {} backend",
+            self.name()
+        )))
+    }
 }

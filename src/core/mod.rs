@@ -7,6 +7,7 @@
 pub(crate) mod alloc;
 pub(crate) mod backend;
 pub(crate) mod bits;
+pub(crate) mod bonds;
 pub(crate) mod error;
 pub(crate) mod labels;
 pub(crate) mod lattice;

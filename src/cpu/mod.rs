@@ -13,6 +13,7 @@ pub(crate) mod strips;
 pub(crate) mod union_find;
 
 use crate::core::backend::LabelBackend;
+use crate::core::bonds::{Bonds, PackedBonds};
 use crate::core::lattice::{Boundary, Connectivity, Input, SiteValue};
 use crate::core::options::Spec;
 use crate::core::rule::{JoinRule, Occupancy, Segments};
@@ -118,5 +119,19 @@ impl LabelBackend for CpuBackend {
             Input::U16(a) => self.dispatch(a, spec, out),
             Input::U32(a) => self.dispatch(a, spec, out),
         }
+    }
+
+    fn label_bonds(
+        &mut self,
+        bonds: &PackedBonds,
+        spec: &Spec,
+        out: ArrayViewMut2<'_, u32>,
+    ) -> Result<usize> {
+        self.pool.parallelism().check()?;
+        let rule = Bonds {
+            bonds,
+            boundary: spec.boundary,
+        };
+        self.run(&rule, spec, out)
     }
 }

@@ -6,6 +6,8 @@ mod args;
 mod generate;
 mod label;
 #[cfg(feature = "hdf5")]
+mod mc;
+#[cfg(feature = "hdf5")]
 mod percolation;
 #[cfg(feature = "plot")]
 mod plot;
@@ -41,6 +43,11 @@ enum Command {
     /// (--kind labels). Prints a one-line summary.
     #[cfg(feature = "plot")]
     Plot(plot::PlotArgs),
+    /// Ising and q-state Potts Monte Carlo (Swendsen–Wang, Wolff, Metropolis) into HDF5 run
+    /// files, and their reports.
+    #[cfg(feature = "hdf5")]
+    #[command(subcommand)]
+    Mc(mc::McCommand),
     /// Percolation-threshold studies: Newman–Ziff sweeps of several sizes into a resumable HDF5
     /// study file, and the estimates (p_c, wrapping probabilities, τ) with errors, merges and
     /// figures.
@@ -94,6 +101,8 @@ fn main() -> ExitCode {
         Command::Analyze(args) => analyze::run(args),
         #[cfg(feature = "plot")]
         Command::Plot(args) => plot::run(args),
+        #[cfg(feature = "hdf5")]
+        Command::Mc(command) => mc::run(command),
         #[cfg(feature = "hdf5")]
         Command::Percolation(args) => percolation::run(args),
     };

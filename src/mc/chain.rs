@@ -1,0 +1,284 @@
+//! A Markov chain: a model, an update, the spins and the sweep counter, with the `run` loop that
+//! feeds a [`Sink`].
+
+use super::measure::Sample;
+use super::metropolis::Metropolis;
+use super::model::Model;
+use super::rng::MAX_STREAMS;
+use super::sw::SwendsenWang;
+use super::wolff::Wolff;
+use crate::{Error, Options, Result};
+use ndarray::Array2;
+use std::fmt;
+use std::str::FromStr;
+
+/// Which update a chain runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Update {
+    /// Swendsen–Wang on all cores.
+    SwendsenWang,
+    /// Wolff single-cluster updates, sequential.
+    Wolff,
+    /// Checkerboard Metropolis.
+    Metropolis,
+}
+
+impl Update {
+    /// `sw`, `wolff` or `metropolis`, as on the command line and in files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Update::SwendsenWang => "sw",
+            Update::Wolff => "wolff",
+            Update::Metropolis => "metropolis",
+        }
+    }
+}
+
+impl fmt::Display for Update {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Update {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Self> {
+        match s {
+            "sw" | "swendsen-wang" => Ok(Update::SwendsenWang),
+            "wolff" => Ok(Update::Wolff),
+            "metropolis" => Ok(Update::Metropolis),
+            _ => Err(Error::InvalidArgument(format!(
+                "algorithm must be sw, wolff or metropolis, not {s:?}"
+            ))),
+        }
+    }
+}
+
+/// Where a chain's measurements go.
+pub trait Sink {
+    /// Records the sample measured after sweep number `sweep` (counted from 1).
+    ///
+    /// # Errors
+    /// Whatever storing it can fail with.
+    fn record(&mut self, sweep: u64, sample: &Sample) -> Result<()>;
+    /// Called after every sweep (for checkpoints); the default does nothing.
+    ///
+    /// # Errors
+    /// Whatever a checkpoint can fail with.
+    fn sweep_done(&mut self, _chain: &Chain) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Keeps every sample in memory.
+#[derive(Debug, Clone, Default)]
+pub struct MemorySink {
+    /// `(sweep, sample)` in order.
+    pub samples: Vec<(u64, Sample)>,
+}
+
+impl MemorySink {
+    /// The samples without their sweep numbers.
+    pub fn values(&self) -> Vec<Sample> {
+        self.samples.iter().map(|&(_, s)| s).collect()
+    }
+}
+
+impl Sink for MemorySink {
+    fn record(&mut self, sweep: u64, sample: &Sample) -> Result<()> {
+        self.samples.push((sweep, *sample));
+        Ok(())
+    }
+}
+
+/// Discards every sample (thermalisation).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct NullSink;
+
+impl Sink for NullSink {
+    fn record(&mut self, _sweep: u64, _sample: &Sample) -> Result<()> {
+        Ok(())
+    }
+}
+
+enum Engine {
+    Sw(Box<SwendsenWang>),
+    Wolff(Wolff),
+    Metropolis(Box<Metropolis>),
+}
+
+/// A Markov chain. Its random numbers are keyed by (seed, stream, sweep, site) — see
+/// [`crate::mc`] — so its state is the spins and the sweep counter alone: a chain restored from
+/// them ([`Chain::restore`]) continues bit-identically.
+///
+/// ```
+/// use clusterlab::mc::{Chain, MemorySink, Model, Update, ISING_TC};
+/// use clusterlab::Options;
+///
+/// let model = Model::ising(8, 8, ISING_TC)?;
+/// let mut chain = Chain::new(model, Update::SwendsenWang, 1, 0, Options::default())?;
+/// let mut sink = MemorySink::default();
+/// chain.run(100, 1, &mut sink)?;
+/// assert_eq!((chain.sweeps(), sink.samples.len()), (100, 100));
+/// # Ok::<(), clusterlab::Error>(())
+/// ```
+pub struct Chain {
+    model: Model,
+    update: Update,
+    seed: u64,
+    stream: u64,
+    sweep: u64,
+    spins: Array2<u8>,
+    engine: Engine,
+}
+
+impl Chain {
+    /// A chain of `model` with `update`, keyed by `seed` and `stream` (the chain's number, e.g.
+    /// its temperature's index), starting from the ordered state (all spins 0). `options`
+    /// gives the CPU threads and the backend (CPU only for now).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a stream of [`MAX_STREAMS`] or more, a field with a
+    /// cluster update, odd periodic sides with Metropolis, or a CUDA backend (the device path is
+    /// not yet written); those of [`Model::check`].
+    pub fn new(
+        model: Model,
+        update: Update,
+        seed: u64,
+        stream: u64,
+        options: Options,
+    ) -> Result<Self> {
+        let model = model.check()?;
+        if stream >= MAX_STREAMS {
+            return Err(Error::InvalidArgument(format!(
+                "stream {stream} is beyond the limit {MAX_STREAMS}"
+            )));
+        }
+        if matches!(options.backend, crate::Backend::Cuda { .. }) {
+            return Err(Error::InvalidArgument(
+                "Monte Carlo is not yet on the CUDA backend: use --backend cpu".into(),
+            ));
+        }
+        let engine = match update {
+            Update::SwendsenWang => Engine::Sw(Box::new(SwendsenWang::new(&model, options)?)),
+            Update::Wolff => Engine::Wolff(Wolff::new(&model, seed, stream)?),
+            Update::Metropolis => Engine::Metropolis(Box::new(Metropolis::new(&model, options)?)),
+        };
+        Ok(Chain {
+            model,
+            update,
+            seed,
+            stream,
+            sweep: 0,
+            spins: Array2::zeros(model.dim()),
+            engine,
+        })
+    }
+
+    /// Restores the state of a chain with the same model, update, seed and stream: the spins
+    /// after `sweeps` sweeps.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] for spins of another shape, [`Error::InvalidArgument`] for a spin
+    /// outside `0..q`.
+    pub fn restore(&mut self, spins: Array2<u8>, sweeps: u64) -> Result<()> {
+        if spins.dim() != self.model.dim() {
+            let (h, w) = self.model.dim();
+            return Err(Error::ShapeMismatch {
+                expected: [h, w],
+                found: [spins.nrows(), spins.ncols()],
+            });
+        }
+        if let Some(&bad) = spins.iter().find(|&&s| s >= self.model.q()) {
+            return Err(Error::InvalidArgument(format!(
+                "spin {bad} outside 0..{}",
+                self.model.q()
+            )));
+        }
+        self.spins = spins.as_standard_layout().into_owned();
+        self.sweep = sweeps;
+        Ok(())
+    }
+
+    /// Performs one sweep; with `measure`, returns the sample of the new configuration.
+    ///
+    /// # Errors
+    /// As the update's `sweep`.
+    pub fn sweep(&mut self, measure: bool) -> Result<Option<Sample>> {
+        let (m, s, seed, stream, k) = (
+            &self.model,
+            &mut self.spins,
+            self.seed,
+            self.stream,
+            self.sweep,
+        );
+        let sample = match &mut self.engine {
+            Engine::Sw(u) => u.sweep(m, s, seed, stream, k, measure)?,
+            Engine::Wolff(u) => u.sweep(m, s, seed, stream, k, measure)?,
+            Engine::Metropolis(u) => u.sweep(m, s, seed, stream, k, measure)?,
+        };
+        self.sweep += 1;
+        Ok(sample)
+    }
+
+    /// Runs `sweeps` sweeps, measuring after every sweep whose number (counted from 1, over the
+    /// chain's whole life, so that a resumed run measures the same sweeps) is a multiple of
+    /// `every`, and handing each sample to `sink`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for `every` = 0; those of the update and the sink.
+    pub fn run(&mut self, sweeps: u64, every: u64, sink: &mut dyn Sink) -> Result<()> {
+        if every == 0 {
+            return Err(Error::InvalidArgument("--every must be at least 1".into()));
+        }
+        for _ in 0..sweeps {
+            let measure = (self.sweep + 1) % every == 0;
+            if let Some(sample) = self.sweep(measure)? {
+                sink.record(self.sweep, &sample)?;
+            }
+            sink.sweep_done(self)?;
+        }
+        Ok(())
+    }
+
+    /// The spins (`0..q`; Ising: 0 is s = +1).
+    pub fn spins(&self) -> &Array2<u8> {
+        &self.spins
+    }
+    /// Sweeps done.
+    pub fn sweeps(&self) -> u64 {
+        self.sweep
+    }
+    /// The model.
+    pub fn model(&self) -> &Model {
+        &self.model
+    }
+    /// The update.
+    pub fn update(&self) -> Update {
+        self.update
+    }
+    /// The seed.
+    pub fn seed(&self) -> u64 {
+        self.seed
+    }
+    /// The stream.
+    pub fn stream(&self) -> u64 {
+        self.stream
+    }
+}
+
+/// Runs independent chains (e.g. a temperature list) in parallel on rayon's pool, each with its
+/// sink: `sweeps` sweeps, measuring every `every`. Give each chain
+/// [`Parallelism::Sequential`](crate::Parallelism::Sequential) so that the chains, not their
+/// sweeps, share the cores.
+///
+/// # Errors
+/// The first error of any chain (the others run to their end).
+pub fn run_chains<S: Sink + Send>(jobs: &mut [(Chain, S)], sweeps: u64, every: u64) -> Result<()> {
+    use rayon::prelude::*;
+    jobs.par_iter_mut()
+        .map(|(chain, sink)| chain.run(sweeps, every, sink))
+        .collect::<Vec<_>>()
+        .into_iter()
+        .collect()
+}
