@@ -63,6 +63,7 @@ pub mod regions;
 pub mod generate;
 pub mod io;
 pub mod mc;
+pub mod percolation;
 
 // Guides (prose and doctests only), e.g. `docs::coming_from` for users of scipy, cc3d,
 // scikit-image and OpenCV.

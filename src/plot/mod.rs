@@ -42,11 +42,13 @@ mod encode;
 mod font;
 mod label_image;
 mod palette;
+mod percolation_charts;
 mod size_chart;
 
 pub use crate::analysis::{SizeBin, SizeDistribution};
 pub use label_image::{plot_labels, Background, LabelImage, LabelImageOptions};
 pub use palette::label_colour;
+pub use percolation_charts::plot_study;
 pub use size_chart::{plot_size_distribution, SizePlotOptions};
 
 use crate::{Error, Result};

@@ -7,6 +7,8 @@ mod generate;
 mod label;
 #[cfg(feature = "hdf5")]
 mod mc;
+#[cfg(feature = "hdf5")]
+mod percolation;
 #[cfg(feature = "plot")]
 mod plot;
 
@@ -46,6 +48,11 @@ enum Command {
     #[cfg(feature = "hdf5")]
     #[command(subcommand)]
     Mc(mc::McCommand),
+    /// Percolation-threshold studies: Newman–Ziff sweeps of several sizes into a resumable HDF5
+    /// study file, and the estimates (p_c, wrapping probabilities, τ) with errors, merges and
+    /// figures.
+    #[cfg(feature = "hdf5")]
+    Percolation(percolation::PercolationArgs),
 }
 
 /// On SIGINT or SIGTERM (Ctrl-C, a batch scheduler's stop): remove the output being written
@@ -96,6 +103,8 @@ fn main() -> ExitCode {
         Command::Plot(args) => plot::run(args),
         #[cfg(feature = "hdf5")]
         Command::Mc(command) => mc::run(command),
+        #[cfg(feature = "hdf5")]
+        Command::Percolation(args) => percolation::run(args),
     };
     match result {
         Ok(()) => ExitCode::SUCCESS,

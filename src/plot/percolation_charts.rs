@@ -1,0 +1,394 @@
+//! The figures of a percolation study: [`plot_study`].
+
+use super::encode::{encode_png, write_bytes};
+use super::font::{register_font, FONT_FAMILY};
+use super::plot_error;
+use crate::io::write_atomically;
+use crate::percolation::{Study, StudyResults, Wrapping, NU};
+use crate::Result;
+use plotters::prelude::*;
+use std::path::{Path, PathBuf};
+
+const SIZE: (u32, u32) = (900, 650);
+
+/// One series: `(x, y, stderr of y)` points, drawn as a line (curves) or as markers with error
+/// bars (estimates).
+struct Series {
+    name: String,
+    points: Vec<(f64, f64, f64)>,
+    markers: bool,
+}
+
+/// A horizontal or vertical guide line.
+enum Guide {
+    H(f64, String),
+    Line(f64, f64, String),
+}
+
+fn colour(k: usize) -> RGBColor {
+    const C: [RGBColor; 8] = [
+        RGBColor(31, 90, 180),
+        RGBColor(214, 96, 20),
+        RGBColor(44, 150, 60),
+        RGBColor(200, 30, 40),
+        RGBColor(130, 80, 180),
+        RGBColor(120, 80, 60),
+        RGBColor(220, 100, 170),
+        RGBColor(90, 90, 90),
+    ];
+    C[k % C.len()]
+}
+
+fn chart(
+    path: &Path,
+    title: &str,
+    (xdesc, ydesc): (&str, &str),
+    series: &[Series],
+    guides: &[Guide],
+) -> Result<()> {
+    register_font()?;
+    let (w, h) = SIZE;
+    let mut rgb = vec![255u8; w as usize * h as usize * 3];
+    {
+        let font = |size: f64| (FONT_FAMILY, size).into_font();
+        let root = BitMapBackend::with_buffer(&mut rgb, (w, h)).into_drawing_area();
+        root.fill(&WHITE).map_err(plot_error)?;
+        let finite = |v: &f64| v.is_finite();
+        let xs = series
+            .iter()
+            .flat_map(|s| s.points.iter().map(|p| p.0))
+            .filter(finite);
+        let (x0, x1) = xs.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
+            (a.min(x), b.max(x))
+        });
+        let ys = series
+            .iter()
+            .flat_map(|s| {
+                s.points
+                    .iter()
+                    .flat_map(|p| [p.1 - p.2.max(0.0), p.1 + p.2.max(0.0)])
+            })
+            .chain(guides.iter().filter_map(|g| match g {
+                Guide::H(y, _) => Some(*y),
+                Guide::Line(..) => None,
+            }))
+            .filter(finite);
+        let (y0, y1) = ys.fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), y| {
+            (a.min(y), b.max(y))
+        });
+        let (x0, x1) = if x0 < x1 {
+            (x0, x1)
+        } else {
+            (x0 - 1.0, x0 + 1.0)
+        };
+        let (y0, y1) = if y0 < y1 {
+            (y0, y1)
+        } else {
+            (y0 - 1.0, y0 + 1.0)
+        };
+        let (mx, my) = (0.03 * (x1 - x0), 0.06 * (y1 - y0));
+        let (x0, x1, y0, y1) = if x0.is_finite() && y0.is_finite() {
+            (x0 - mx, x1 + mx, y0 - my, y1 + my)
+        } else {
+            (0.0, 1.0, 0.0, 1.0)
+        };
+        let mut c = ChartBuilder::on(&root)
+            .margin(16)
+            .caption(title, font(20.0))
+            .x_label_area_size(50)
+            .y_label_area_size(80)
+            .build_cartesian_2d(x0..x1, y0..y1)
+            .map_err(plot_error)?;
+        c.configure_mesh()
+            .x_desc(xdesc)
+            .y_desc(ydesc)
+            .label_style(font(14.0))
+            .axis_desc_style(font(16.0))
+            .bold_line_style(RGBColor(210, 210, 210))
+            .light_line_style(RGBColor(240, 240, 240))
+            .draw()
+            .map_err(plot_error)?;
+        for (k, s) in series.iter().enumerate() {
+            let col = colour(k);
+            let pts: Vec<(f64, f64, f64)> = s
+                .points
+                .iter()
+                .copied()
+                .filter(|p| p.0.is_finite() && p.1.is_finite())
+                .collect();
+            if s.markers {
+                c.draw_series(pts.iter().map(|&(x, y, e)| {
+                    PathElement::new(
+                        vec![(x, y - e.max(0.0)), (x, y + e.max(0.0))],
+                        col.stroke_width(1),
+                    )
+                }))
+                .map_err(plot_error)?;
+                c.draw_series(
+                    pts.iter()
+                        .map(|&(x, y, _)| Circle::new((x, y), 4, col.filled())),
+                )
+                .map_err(plot_error)?
+                .label(s.name.clone())
+                .legend(move |(x, y)| Circle::new((x + 10, y), 4, col.filled()));
+            } else {
+                c.draw_series(LineSeries::new(
+                    pts.iter().map(|&(x, y, _)| (x, y)),
+                    col.stroke_width(2),
+                ))
+                .map_err(plot_error)?
+                .label(s.name.clone())
+                .legend(move |(x, y)| {
+                    PathElement::new(vec![(x, y), (x + 20, y)], col.stroke_width(2))
+                });
+            }
+        }
+        for (k, g) in guides.iter().enumerate() {
+            let col = RGBColor(60, 60, 60);
+            let (pts, name) = match g {
+                Guide::H(y, name) => (vec![(x0, *y), (x1, *y)], name),
+                Guide::Line(c0, slope, name) => {
+                    (vec![(x0, c0 + slope * x0), (x1, c0 + slope * x1)], name)
+                }
+            };
+            let style = ShapeStyle::from(&col).stroke_width(1 + (k % 2) as u32);
+            c.draw_series(DashedLineSeries::new(pts, 8, 5, style))
+                .map_err(plot_error)?
+                .label(name.clone())
+                .legend(move |(x, y)| PathElement::new(vec![(x, y), (x + 20, y)], style));
+        }
+        c.configure_series_labels()
+            .background_style(WHITE.mix(0.85))
+            .border_style(RGBColor(180, 180, 180))
+            .label_font(font(14.0))
+            .position(SeriesLabelPosition::UpperLeft)
+            .draw()
+            .map_err(plot_error)?;
+        root.present().map_err(plot_error)?;
+    }
+    let png = encode_png(w, h, png::ColorType::Rgb, &rgb, None)?;
+    write_atomically(path, |tmp| write_bytes(tmp, &png))
+}
+
+/// Writes the figures of `study` into `dir` (which must exist) and returns their paths:
+/// `R_h.png`, `R_e.png`, `R_b.png`, `R_1.png` (R(p) per size, the exact L → ∞ torus value, and
+/// for `R_h` the crossings of `(R_h + R_v)/2` marked), `P_inf.png`, `S.png`, `ns.png`
+/// (log10 n_s against log10 s at p_c per size, the fitted τ of the largest size) and
+/// `pc_extrapolation.png` (p_L against L^(−1−1/ν) with the weighted fit).
+///
+/// # Errors
+/// [`Error::Plot`](crate::Error::Plot) when drawing fails, [`Error::Io`](crate::Error::Io) when a
+/// file cannot be written.
+pub fn plot_study(study: &Study, results: &StudyResults, dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut out = Vec::new();
+    let label = |w: usize, h: usize| {
+        if w == h {
+            format!("L = {w}")
+        } else {
+            format!("{w} x {h}")
+        }
+    };
+    let curve = |values: &dyn Fn(usize) -> Vec<(f64, f64)>| -> Vec<Series> {
+        results
+            .sizes
+            .iter()
+            .enumerate()
+            .map(|(i, s)| Series {
+                name: label(s.width, s.height),
+                points: s
+                    .curves
+                    .p
+                    .iter()
+                    .zip(values(i))
+                    .map(|(&p, (v, e))| (p, v, e))
+                    .collect(),
+                markers: false,
+            })
+            .collect()
+    };
+    let model = study.config.model;
+    let torus = study.config.boundary == crate::Boundary::Periodic;
+    for kind in [Wrapping::H, Wrapping::E, Wrapping::B, Wrapping::One] {
+        let k = Wrapping::ALL
+            .iter()
+            .position(|x| *x == kind)
+            .expect("listed");
+        let mut series = curve(&|i| {
+            results.sizes[i].curves.wrapping[k]
+                .iter()
+                .map(|e| (e.value, e.stderr))
+                .collect()
+        });
+        let mut guides = Vec::new();
+        if torus {
+            guides.push(Guide::H(
+                kind.torus_limit(),
+                format!("exact L -> inf: {}", kind.torus_limit()),
+            ));
+        }
+        if kind == Wrapping::H {
+            let pts: Vec<(f64, f64, f64)> = results
+                .sizes
+                .iter()
+                .filter_map(|s| {
+                    s.crossing
+                        .map(|c| (c.p.value, Wrapping::HV.torus_limit(), 0.0))
+                })
+                .collect();
+            if !pts.is_empty() {
+                series.push(Series {
+                    name: "crossings of (R_h+R_v)/2".into(),
+                    points: pts,
+                    markers: true,
+                });
+            }
+        }
+        let path = dir.join(format!("{}.png", kind.name()));
+        chart(
+            &path,
+            &format!("{} (p), {model}", kind.name()),
+            ("p", kind.name()),
+            &series,
+            &guides,
+        )?;
+        out.push(path);
+    }
+    let pinf = curve(&|i| {
+        results.sizes[i]
+            .curves
+            .p_infinity
+            .iter()
+            .map(|e| (e.value, e.stderr))
+            .collect()
+    });
+    let path = dir.join("P_inf.png");
+    chart(
+        &path,
+        &format!("P_inf (p), {model}"),
+        ("p", "P_inf"),
+        &pinf,
+        &[],
+    )?;
+    out.push(path);
+    let s = curve(&|i| {
+        results.sizes[i]
+            .curves
+            .mean_size
+            .iter()
+            .map(|e| (e.value, e.stderr))
+            .collect()
+    });
+    let path = dir.join("S.png");
+    chart(
+        &path,
+        &format!("mean cluster size S (p), {model}"),
+        ("p", "S"),
+        &s,
+        &[],
+    )?;
+    out.push(path);
+
+    let mut ns = Vec::new();
+    let mut guides = Vec::new();
+    for (sums, r) in study.sums.iter().zip(&results.sizes) {
+        let Some(counts) = sums.ns_counts.first() else {
+            continue;
+        };
+        let norm = sums.samples as f64 * sums.geometry.sites() as f64;
+        // Log bins of 4 per factor 2, as in the fit.
+        let mut pts = Vec::new();
+        let mut a = 1u64;
+        while (a as usize) < counts.len() {
+            let b = ((a as f64 * 2f64.powf(0.25)).ceil() as u64)
+                .max(a + 1)
+                .min(counts.len() as u64);
+            let c: u64 = (a..b).map(|s| counts[s as usize]).sum();
+            if c > 0 {
+                let x = ((a as f64) * (b as f64 - 1.0)).sqrt();
+                let y = c as f64 / (b - a) as f64 / norm;
+                pts.push((
+                    x.log10(),
+                    y.log10(),
+                    1.0 / (c as f64).sqrt() / std::f64::consts::LN_10,
+                ));
+            }
+            a = b;
+        }
+        ns.push(Series {
+            name: label(r.width, r.height),
+            points: pts,
+            markers: true,
+        });
+    }
+    if let Some(t) = results.sizes.last().and_then(|s| s.tau.as_ref()) {
+        // The fitted line through the bins: log10 n_s = c − τ log10 s, c from the bins' mean.
+        let c = t
+            .bins
+            .iter()
+            .map(|&(s, n, _)| n.log10() + t.tau.value * s.log10())
+            .sum::<f64>()
+            / t.bins.len() as f64;
+        guides.push(Guide::Line(
+            c,
+            -t.tau.value,
+            format!(
+                "tau = {:.3} +- {:.3} (s in [{}, {}])",
+                t.tau.value, t.tau.stderr, t.range.0, t.range.1
+            ),
+        ));
+    }
+    let path = dir.join("ns.png");
+    chart(
+        &path,
+        &format!("n_s at p_c, {model}"),
+        ("log10 s", "log10 n_s"),
+        &ns,
+        &guides,
+    )?;
+    out.push(path);
+
+    let pts: Vec<(f64, f64, f64)> = results
+        .sizes
+        .iter()
+        .filter_map(|s| {
+            s.crossing.map(|c| {
+                (
+                    (s.width.min(s.height) as f64).powf(-1.0 - 1.0 / NU),
+                    c.p.value,
+                    c.p.stderr,
+                )
+            })
+        })
+        .collect();
+    let mut guides = vec![Guide::H(
+        results.reference_pc,
+        format!("reference p_c = {}", results.reference_pc),
+    )];
+    if let Some(f) = &results.p_c {
+        if f.slope.value.is_finite() {
+            guides.push(Guide::Line(
+                f.intercept.value,
+                f.slope.value,
+                format!(
+                    "fit: p_c = {:.6} +- {:.6}",
+                    f.intercept.value, f.intercept.stderr
+                ),
+            ));
+        }
+    }
+    let series = [Series {
+        name: "p_L (crossing)".into(),
+        points: pts,
+        markers: true,
+    }];
+    let path = dir.join("pc_extrapolation.png");
+    chart(
+        &path,
+        &format!("p_c(L), {model}"),
+        ("L^(-1-1/nu)", "p_L"),
+        &series,
+        &guides,
+    )?;
+    out.push(path);
+    Ok(out)
+}
