@@ -249,3 +249,53 @@ proptest! {
         }
     }
 }
+
+/// A small percolation study file (`clusterlab percolation run`), for mutating.
+fn study_file_bytes(dir: &Path) -> Vec<u8> {
+    use clusterlab::percolation::{write_study, Model, Study, StudyConfig};
+    let mut study = Study::new(StudyConfig {
+        model: Model::Site(clusterlab::Connectivity::Four),
+        boundary: clusterlab::Boundary::Periodic,
+        sizes: vec![(8, 8)],
+        samples: 8,
+        seed: 1,
+        p_grid: vec![0.55, 0.6],
+        command: "fuzz".into(),
+    })
+    .unwrap();
+    let options = clusterlab::Options::default().parallelism(clusterlab::Parallelism::Sequential);
+    study
+        .run(&options, std::time::Duration::ZERO, |_, _| Ok(()))
+        .unwrap();
+    let path = dir.join("study.h5");
+    write_study(&path, &study, None).unwrap();
+    std::fs::read(&path).unwrap()
+}
+
+proptest! {
+    // Study files likewise: mutated or cut ones give a study or a typed error.
+    #![proptest_config(config(24))]
+
+    #[test]
+    fn mutated_study_files_give_a_study_or_an_error(
+        flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
+        cut in any::<prop::sample::Index>(), truncate in any::<bool>(),
+    ) {
+        let dir = tempfile::tempdir().unwrap();
+        let mut bytes = study_file_bytes(dir.path());
+        for (at, v) in &flips {
+            let i = at.index(bytes.len());
+            bytes[i] = *v;
+        }
+        if truncate {
+            bytes.truncate(cut.index(bytes.len()));
+        }
+        let path = dir.path().join("fuzz.h5");
+        std::fs::write(&path, &bytes).unwrap();
+        match clusterlab::percolation::read_study(&path) {
+            Ok(_) => {}
+            Err(Error::BadInput { .. } | Error::Io { .. } | Error::Hdf5 { .. } | Error::InvalidArgument(_)) => {}
+            Err(e) => prop_assert!(false, "{e:?}"),
+        }
+    }
+}

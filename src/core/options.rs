@@ -55,6 +55,7 @@ pub enum Backend {
 
 impl std::str::FromStr for Backend {
     type Err = Error;
+    /// `cpu`, `cuda` (or its alias `gpu`), `cuda:N` or `auto`.
     fn from_str(s: &str) -> Result<Self> {
         match s {
             "cpu" => Ok(Backend::Cpu),

@@ -37,9 +37,9 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     shape: bool,
 
-    /// Where to run: cpu, cuda (GPU 0), cuda:N or auto (the GPU when one is usable). On a GPU,
-    /// --shape tables are computed on the device; full tables label there and measure the
-    /// perimeters on the CPU. Tables are identical on every backend.
+    /// Where to run: cpu, cuda (GPU 0; gpu is an alias), cuda:N or auto (the GPU when one is
+    /// usable). On a GPU, --shape tables are computed on the device; full tables label there and
+    /// measure the perimeters on the CPU. Tables are identical on every backend.
     #[arg(long, value_name = "BACKEND", default_value = "cpu", value_parser = parse_backend)]
     backend: Backend,
 

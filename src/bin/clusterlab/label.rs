@@ -36,8 +36,9 @@ pub struct LabelArgs {
     ]))]
     algorithm: Algorithm,
 
-    /// Where to label: cpu, cuda (GPU 0), cuda:N (GPU N) or auto (a usable NVIDIA GPU, else
-    /// the CPU; the summary names the choice). cuda without a usable GPU is an error.
+    /// Where to label: cpu, cuda (GPU 0; gpu is an alias), cuda:N (GPU N) or auto (a usable
+    /// NVIDIA GPU, else the CPU; the summary names the choice). cuda without a usable GPU is an
+    /// error.
     #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = parse_backend)]
     backend: Backend,
 

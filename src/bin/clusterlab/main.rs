@@ -70,7 +70,9 @@ fn clean_up_on_signals() {
             } else {
                 "SIGTERM"
             };
-            eprintln!("error: stopped by {name}; the output being written was removed");
+            eprintln!(
+                "error: stopped by {name}; the file being written was removed (completed outputs and checkpoints are kept)"
+            );
             std::process::exit(128 + signal);
         }
     });
