@@ -222,34 +222,6 @@ fn run_file_bytes(dir: &Path) -> Vec<u8> {
     std::fs::read(&path).unwrap()
 }
 
-proptest! {
-    // Run files are HDF5 too: mutated or cut ones give a run or a typed error.
-    #![proptest_config(config(24))]
-
-    #[test]
-    fn mutated_run_files_give_a_run_or_an_error(
-        flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
-        cut in any::<prop::sample::Index>(), truncate in any::<bool>(),
-    ) {
-        let dir = tempfile::tempdir().unwrap();
-        let mut bytes = run_file_bytes(dir.path());
-        for (at, v) in &flips {
-            let i = at.index(bytes.len());
-            bytes[i] = *v;
-        }
-        if truncate {
-            bytes.truncate(cut.index(bytes.len()));
-        }
-        let path = dir.path().join("fuzz.h5");
-        std::fs::write(&path, &bytes).unwrap();
-        match clusterlab::mc::read_run(&path) {
-            Ok(_) => {}
-            Err(Error::BadInput { .. } | Error::Io { .. } | Error::Hdf5 { .. } | Error::InvalidArgument(_)) => {}
-            Err(e) => prop_assert!(false, "{e:?}"),
-        }
-    }
-}
-
 /// A small percolation study file (`clusterlab percolation run`), for mutating.
 fn study_file_bytes(dir: &Path) -> Vec<u8> {
     use clusterlab::percolation::{write_study, Model, Study, StudyConfig};
@@ -272,30 +244,54 @@ fn study_file_bytes(dir: &Path) -> Vec<u8> {
     std::fs::read(&path).unwrap()
 }
 
+/// `bytes` with `flips` applied and, when `truncate`, cut at `cut`.
+fn mutate(
+    mut bytes: Vec<u8>,
+    flips: &[(prop::sample::Index, u8)],
+    cut: prop::sample::Index,
+    truncate: bool,
+) -> Vec<u8> {
+    for (at, v) in flips {
+        let i = at.index(bytes.len());
+        bytes[i] = *v;
+    }
+    if truncate {
+        bytes.truncate(cut.index(bytes.len()));
+    }
+    bytes
+}
+
+/// Whether a study or run file reader's error is one of the typed ones it may give.
+fn typed<T>(r: &clusterlab::Result<T>) -> bool {
+    matches!(
+        r,
+        Ok(_)
+            | Err(Error::BadInput { .. }
+                | Error::Io { .. }
+                | Error::Hdf5 { .. }
+                | Error::InvalidArgument(_))
+    )
+}
+
 proptest! {
-    // Study files likewise: mutated or cut ones give a study or a typed error.
+    // Monte Carlo run files and percolation study files are HDF5 too: mutated or cut ones give
+    // a run (study) or a typed error.
     #![proptest_config(config(24))]
 
     #[test]
-    fn mutated_study_files_give_a_study_or_an_error(
+    fn mutated_run_and_study_files_give_a_result_or_an_error(
         flips in prop::collection::vec((any::<prop::sample::Index>(), any::<u8>()), 1..4),
         cut in any::<prop::sample::Index>(), truncate in any::<bool>(),
     ) {
         let dir = tempfile::tempdir().unwrap();
-        let mut bytes = study_file_bytes(dir.path());
-        for (at, v) in &flips {
-            let i = at.index(bytes.len());
-            bytes[i] = *v;
-        }
-        if truncate {
-            bytes.truncate(cut.index(bytes.len()));
-        }
         let path = dir.path().join("fuzz.h5");
-        std::fs::write(&path, &bytes).unwrap();
-        match clusterlab::percolation::read_study(&path) {
-            Ok(_) => {}
-            Err(Error::BadInput { .. } | Error::Io { .. } | Error::Hdf5 { .. } | Error::InvalidArgument(_)) => {}
-            Err(e) => prop_assert!(false, "{e:?}"),
-        }
+        let run = mutate(run_file_bytes(dir.path()), &flips, cut, truncate);
+        std::fs::write(&path, &run).unwrap();
+        let r = clusterlab::mc::read_run(&path);
+        prop_assert!(typed(&r), "{:?}", r.err());
+        let study = mutate(study_file_bytes(dir.path()), &flips, cut, truncate);
+        std::fs::write(&path, &study).unwrap();
+        let r = clusterlab::percolation::read_study(&path);
+        prop_assert!(typed(&r), "{:?}", r.err());
     }
 }
