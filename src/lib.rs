@@ -20,8 +20,8 @@
 //! # Ok::<(), clusterlab::Error>(())
 //! ```
 //!
-//! For labeling every timestep of a simulation, keep a [`Labeler`]: it owns its buffers and,
-//! after the first call, labels without allocating. Coming from scipy, cc3d, scikit-image or
+//! For labeling every timestep of a simulation, keep a [`Labeler`]: it owns its buffers, which
+//! grow to the largest lattice and cluster count seen; after that it labels without allocating. Coming from scipy, cc3d, scikit-image or
 //! OpenCV: [`docs::coming_from`] maps their calls onto these.
 //!
 //! ## Conventions
