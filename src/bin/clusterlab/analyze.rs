@@ -3,7 +3,7 @@
 
 use crate::args::{
     check_not_input, check_output_folder, mode, parse_backend, print_json, print_stdout,
-    rayon_threads, write_options, LatticeArgs, Stage,
+    rayon_threads, LatticeArgs, OutputArgs, Stage,
 };
 use anyhow::{bail, Result};
 use clap::Args;
@@ -43,15 +43,8 @@ pub struct AnalyzeArgs {
     #[arg(long, value_name = "BACKEND", default_value = "cpu", value_parser = parse_backend)]
     backend: Backend,
 
-    /// HDF5 output: compress the lattice and label images (shuffle + deflate, the gzip every
-    /// HDF5 reader opens) at LEVEL 0 to 9 (default 4), in chunks of whole rows of about 1 MiB.
-    #[arg(long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "4",
-          value_parser = clap::value_parser!(u8).range(0..=9))]
-    compress: Option<u8>,
-
-    /// Print nothing but errors.
-    #[arg(short, long, conflicts_with = "json")]
-    quiet: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 
     /// Print the summary as one JSON object (keys: command, input, dtype, height, width,
     /// connectivity, boundary, segments, clusters, largest, largest_fraction, mean_size,
@@ -88,7 +81,7 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
         }
     };
 
-    let stage = Stage::new(args.quiet || args.json);
+    let stage = Stage::new(args.out.quiet || args.json);
     stage.set(format!("reading {}", args.input.display()));
     let l = &args.lattice;
     let lattice = io::read_lattice(&args.input, l.dataset.as_deref())?;
@@ -130,7 +123,7 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
                 out,
                 Some(labels),
                 Some(&lattice),
-                &write_options(args.compress),
+                &args.out.write_options(),
             )?;
         } else {
             table.write_hdf5(out)?;
@@ -172,7 +165,7 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
             "backend": analyzer.backend_name(),
             "output": args.output.as_ref().map(|o| o.display().to_string()),
         }));
-    } else if !args.quiet {
+    } else if !args.out.quiet {
         let mut text = format!(
             "input      {} ({h}x{w} {})\n\
              analysis   {}-connectivity, {} boundary, {}\n",

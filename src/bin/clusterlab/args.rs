@@ -215,10 +215,27 @@ pub fn mode(segments: bool) -> &'static str {
     }
 }
 
-/// The output options of `--compress [LEVEL]`.
-pub fn write_options(compress: Option<u8>) -> clusterlab::io::WriteOptions {
-    match compress {
-        Some(level) => clusterlab::io::WriteOptions::default().compress(level),
-        None => clusterlab::io::WriteOptions::default(),
+/// How a subcommand that writes a lattice file reports and stores it: `--compress [LEVEL]` and
+/// `--quiet` (which `--json`, each subcommand's own, excludes).
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// HDF5 output: compress the lattice and label images (shuffle + deflate, the gzip every
+    /// HDF5 reader opens) at LEVEL 0 to 9 (default 4), in chunks of whole rows of about 1 MiB.
+    #[arg(long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "4",
+          value_parser = clap::value_parser!(u8).range(0..=9))]
+    pub compress: Option<u8>,
+
+    /// Print nothing but errors (no summary, no progress).
+    #[arg(short, long, conflicts_with = "json")]
+    pub quiet: bool,
+}
+
+impl OutputArgs {
+    /// The output options `--compress` asks for.
+    pub fn write_options(&self) -> clusterlab::io::WriteOptions {
+        match self.compress {
+            Some(level) => clusterlab::io::WriteOptions::default().compress(level),
+            None => clusterlab::io::WriteOptions::default(),
+        }
     }
 }

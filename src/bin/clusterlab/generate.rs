@@ -1,7 +1,7 @@
 //! `clusterlab generate`: a site-percolation lattice from MT19937.
 
 use crate::args::{
-    check_output_folder, lattice_size, parse_probability, print_json, print_stdout, write_options,
+    check_output_folder, lattice_size, parse_probability, print_json, print_stdout, OutputArgs,
     Stage,
 };
 use anyhow::Result;
@@ -34,15 +34,8 @@ pub struct GenerateArgs {
     #[arg(short, long, value_name = "PATH")]
     output: PathBuf,
 
-    /// HDF5 output: compress the lattice and label images (shuffle + deflate, the gzip every
-    /// HDF5 reader opens) at LEVEL 0 to 9 (default 4), in chunks of whole rows of about 1 MiB.
-    #[arg(long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "4",
-          value_parser = clap::value_parser!(u8).range(0..=9))]
-    compress: Option<u8>,
-
-    /// Print nothing but errors.
-    #[arg(short, long, conflicts_with = "json")]
-    quiet: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 
     /// Print the summary as one JSON object (keys: command, height, width, p, grain, seed,
     /// occupied, occupied_fraction, output).
@@ -62,12 +55,12 @@ pub fn run(args: GenerateArgs) -> Result<()> {
     check_output_folder(&args.output)?;
     let (h, w) = args.size;
 
-    let stage = Stage::new(args.quiet || args.json);
+    let stage = Stage::new(args.out.quiet || args.json);
     stage.set(format!("generating {h}x{w} lattice"));
     let array = clusterlab::generate::percolation(h, w, args.p, args.grain, args.seed);
     let lattice = Lattice::U8(array);
     stage.set(format!("writing {}", args.output.display()));
-    io::write_lattice_with(&args.output, &lattice, &write_options(args.compress))?;
+    io::write_lattice_with(&args.output, &lattice, &args.out.write_options())?;
     drop(stage);
 
     let occupied = lattice.occupied();
@@ -83,7 +76,7 @@ pub fn run(args: GenerateArgs) -> Result<()> {
             "occupied_fraction": occupied as f64 / (h * w) as f64,
             "output": args.output.display().to_string(),
         }));
-    } else if !args.quiet {
+    } else if !args.out.quiet {
         print_stdout(&format!(
             "generated  {h}x{w} site percolation, p = {}, grain {}, seed {}\n\
              occupied   {:.4} ({occupied} sites)\n\

@@ -2,7 +2,7 @@
 
 use crate::args::{
     check_not_input, check_output_folder, library, mode, parse_backend, print_json, print_stdout,
-    write_options, LatticeArgs, Stage,
+    LatticeArgs, OutputArgs, Stage,
 };
 use anyhow::Result;
 use clap::Args;
@@ -42,15 +42,8 @@ pub struct LabelArgs {
     #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = parse_backend)]
     backend: Backend,
 
-    /// HDF5 output: compress the lattice and label images (shuffle + deflate, the gzip every
-    /// HDF5 reader opens) at LEVEL 0 to 9 (default 4), in chunks of whole rows of about 1 MiB.
-    #[arg(long, value_name = "LEVEL", num_args = 0..=1, default_missing_value = "4",
-          value_parser = clap::value_parser!(u8).range(0..=9))]
-    compress: Option<u8>,
-
-    /// Print nothing but errors (no summary, no progress).
-    #[arg(short, long, conflicts_with = "json")]
-    quiet: bool,
+    #[command(flatten)]
+    out: OutputArgs,
 
     /// Print the summary as one JSON object (keys: command, input, dtype, height, width,
     /// connectivity, boundary, segments, algorithm, backend, clusters, largest,
@@ -67,7 +60,7 @@ pub fn run(args: LabelArgs) -> Result<()> {
         check_not_input(out, &[&args.input], "the input lattice")?;
     }
 
-    let stage = Stage::new(args.quiet || args.json);
+    let stage = Stage::new(args.out.quiet || args.json);
     stage.set(format!("reading {}", args.input.display()));
     let l = &args.lattice;
     let lattice = io::read_lattice(&args.input, l.dataset.as_deref())?;
@@ -95,7 +88,7 @@ pub fn run(args: LabelArgs) -> Result<()> {
             &labels,
             &meta,
             Some(&lattice),
-            &write_options(args.compress),
+            &args.out.write_options(),
         )?;
     }
     drop(stage);
@@ -126,7 +119,7 @@ pub fn run(args: LabelArgs) -> Result<()> {
             "time_ms": elapsed.as_secs_f64() * 1e3,
             "output": output,
         }));
-    } else if !args.quiet {
+    } else if !args.out.quiet {
         let summary = format!(
             "input      {} ({h}x{w} {})\n\
              labeling   {}-connectivity, {} boundary, {}\n\
