@@ -249,16 +249,7 @@ impl CpuAnalysis {
     /// The labels the pass reads: clusters, pieces (the clusters on an open lattice), and the
     /// complement's regions when every column is measured.
     pub(super) fn label_slices(&self, g: &Run) -> (&[u32], &[u32], Option<&[u32]>) {
-        let labels = self.labels.as_slice().expect("standard layout");
-        let pieces = if g.periodic {
-            self.pieces.as_slice().expect("standard layout")
-        } else {
-            labels
-        };
-        let empties = g
-            .full
-            .then(|| self.empties.as_slice().expect("standard layout"));
-        (labels, pieces, empties)
+        label_slices(&self.labels, &self.pieces, &self.empties, g)
     }
 
     /// 3. The strips of rows, every label's first site (for the filled areas) and each strip's
@@ -271,6 +262,7 @@ impl CpuAnalysis {
         };
         let rows = strip_rows(g.h, threads);
         self.strips.resize_with(rows.len(), StripScratch::default);
+        // (Fields apart: the label arrays are read while the buffers are written.)
         let CpuAnalysis {
             labels,
             pieces,
@@ -278,13 +270,7 @@ impl CpuAnalysis {
             buffers: buf,
             ..
         } = self;
-        let labels = labels.as_slice().expect("standard layout");
-        let piece_labels = if g.periodic {
-            pieces.as_slice().expect("standard layout")
-        } else {
-            labels
-        };
-        let empties = g.full.then(|| empties.as_slice().expect("standard layout"));
+        let (labels, piece_labels, empties) = label_slices(labels, pieces, empties, g);
         let (w, parallel) = (g.w, g.parallel);
         // First sites are needed for the filled areas only, and each strip's largest label only
         // when there are several strips.
@@ -346,13 +332,7 @@ impl CpuAnalysis {
             buffers: buf,
             ..
         } = self;
-        let labels = labels.as_slice().expect("standard layout");
-        let piece_labels = if g.periodic {
-            pieces.as_slice().expect("standard layout")
-        } else {
-            labels
-        };
-        let empties = g.full.then(|| empties.as_slice().expect("standard layout"));
+        let (labels, piece_labels, empties) = label_slices(labels, pieces, empties, g);
         let grid = g.grid(labels, empties, n.count);
         let full = g.full;
         let moments = &mut buf.moments;
@@ -444,6 +424,24 @@ impl CpuAnalysis {
         }
         builder
     }
+}
+
+/// The labels the pass reads: clusters, pieces (the clusters themselves on an open lattice),
+/// and the complement's regions when every column is measured.
+fn label_slices<'a>(
+    labels: &'a Array2<u32>,
+    pieces: &'a Array2<u32>,
+    empties: &'a Array2<u32>,
+    g: &Run,
+) -> (&'a [u32], &'a [u32], Option<&'a [u32]>) {
+    let labels = labels.as_slice().expect("standard layout");
+    let pieces = if g.periodic {
+        pieces.as_slice().expect("standard layout")
+    } else {
+        labels
+    };
+    let empties = g.full.then(|| empties.as_slice().expect("standard layout"));
+    (labels, pieces, empties)
 }
 
 /// What one run computes, for its stages.
