@@ -5,6 +5,11 @@
 //! loaded when first needed, and their absence is an [`Error::CudaUnavailable`], never a panic.
 //!
 //! - [`cuda_available`] / [`device_info`]: is there a usable GPU, and which.
+//! - Kernels are compiled once per machine: NVRTC's binaries are kept in an on-disk cache
+//!   (`$XDG_CACHE_HOME/clusterlab/kernels` or `~/.cache/clusterlab/kernels`; another folder with
+//!   `CLUSTERLAB_KERNEL_CACHE=DIR`, none with `CLUSTERLAB_KERNEL_CACHE=off`), keyed by the
+//!   sources, the device architecture and the NVRTC version, safe under concurrent processes;
+//!   [`compile_stats`] says what compiling cost this process.
 //! - [`CudaLabeler`]: labels lattices that already live on the GPU ([`CudaLabeler::label_device`],
 //!   no host synchronisation and no allocation per call) or host arrays
 //!   ([`CudaLabeler::label_host`]).
@@ -58,6 +63,7 @@ mod tile_merge;
 pub use analyzer::CudaAnalyzer;
 pub use cudarc;
 pub use regions::CudaRegionGrower;
+pub use runtime::{compile_stats, CompileStats};
 pub use size_counts::{PercolatingCluster, SizeCounts};
 
 use crate::core::backend::LabelBackend;
