@@ -16,8 +16,9 @@
 //   sw_border  unites the local roots across those saved bonds (atomicMin linking, path
 //       halving); only local roots' slots are ever changed, so every other site keeps pointing
 //       at its tile's local root.
-//   sw_flip    every local root finds its global root R and draws the cluster's new spin from
-//       word w2 of R's Philox block; every site of the tile takes its local root's. With
+//   sw_flip    every local root (compacted: one lane each) finds its global root R and draws
+//       the cluster's new spin from word w2 of R's Philox block; every site of the tile takes
+//       its local root's. With
 //       `measure`, the cluster sizes: clusters inside one tile add |c|^2 at once, clusters that
 //       cross tiles add their tile's part to sizes[R] (R listed once) for sw_sumsq.
 //   sw_sumsq   sums sizes[R]^2 over the listed roots and clears them.
@@ -91,7 +92,7 @@ template <class Bonds>
 __device__ __forceinline__ void tile_local(u32* P, const Geo& g, u8* BR, u8* BD, u32* RM,
                                            Bonds bonds) {
     __shared__ u32 s_par[TW * TH];
-    __shared__ u8 s_down[TW * TH];
+    __shared__ u8 s_bits[TW * TH]; // bit 0: right bond inside the tile, bit 1: down bond
     const u32 lx = threadIdx.x, tx = blockIdx.x;
     const u32 x = tx * TW + lx;
     const u32 tiles_x = (g.w + TW - 1) / TW, tiles_y = (g.h + TH - 1) / TH;
@@ -109,18 +110,24 @@ __device__ __forceinline__ void tile_local(u32* P, const Geo& g, u8* BR, u8* BD,
             }
             // Bonds inside the tile; those leaving it go through BR / BD.
             const bool right_in = (bits & 1u) && lx < TW - 1 && x + 1 < g.w;
+            const bool down_in = ((bits >> 1) & 1u) && ly < TH - 1 && y + 1 < g.h;
             const u32 rmask = __ballot_sync(0xffffffffu, right_in);
             const bool jl = inside && lx > 0 && ((rmask >> (lx - 1)) & 1u);
             const u32 starts = ~__ballot_sync(0xffffffffu, jl);
             const u32 start = 31 - __clz(starts & le_mask);
             s_par[ly * TW + lx] = ly * TW + start;
-            s_down[ly * TW + lx] = (u8)(((bits >> 1) & 1u) && ly < TH - 1 && y + 1 < g.h);
+            s_bits[ly * TW + lx] = (u8)((u32)right_in | ((u32)down_in << 1));
         }
         __syncthreads();
+        // Vertical bonds: a bond whose left neighbours form a square with it (both rows joined
+        // to the left, the left column's bond present) joins runs already joined there.
 #pragma unroll
         for (u32 k = 0; k < PER; k++) {
             const u32 ly = threadIdx.y + 8 * k;
-            if (ly > 0 && s_down[(ly - 1) * TW + lx]) local_unite(s_par, ly * TW + lx, (ly - 1) * TW + lx);
+            if (ly == 0 || !(s_bits[(ly - 1) * TW + lx] & 2u)) continue;
+            if (lx > 0 && (s_bits[ly * TW + lx - 1] & 1u) && s_bits[(ly - 1) * TW + lx - 1] == 3u)
+                continue;
+            local_unite(s_par, ly * TW + lx, (ly - 1) * TW + lx);
         }
         __syncthreads();
 #pragma unroll
@@ -207,63 +214,111 @@ __device__ __forceinline__ void warp_add64(u64* dst, u64 v) {
     if ((threadIdx.x & 31) == 0 && v) atomicAdd((unsigned long long*)dst, (unsigned long long)v);
 }
 
-// New spins (and, with `measure`, cluster sizes). Grid and CTA as sw_local. obs[1] receives
-// the sum of |c|^2 over the clusters inside one tile.
+// The (rank + 1)-th local root among this warp's rows of the tile (masks m[k] of rows
+// threadIdx.y + 8k): its node in the tile.
+__device__ __forceinline__ u32 nth_root(const u32 (&m)[PER], u32 rank) {
+    u32 k = 0, mk = 0;
+    bool found = false;
+#pragma unroll
+    for (u32 j = 0; j < PER; j++) {
+        const u32 c = __popc(m[j]);
+        if (!found) {
+            if (rank < c) {
+                k = j;
+                mk = m[j];
+                found = true;
+            } else {
+                rank -= c;
+            }
+        }
+    }
+    for (u32 i = 0; i < rank; i++) mk &= mk - 1;
+    return (threadIdx.y + 8 * k) * TW + (__ffs(mk) - 1);
+}
+
+// New spins (and, with `measure`, cluster sizes). Grid and CTA as sw_local. The local roots of
+// a warp's rows are handled compactly (one lane each, a few per warp row), so the finds and the
+// Philox blocks of the new spins cost a fraction of a pass. obs[1] receives the sum of |c|^2
+// over the clusters inside one tile.
 extern "C" __global__ void __launch_bounds__(256)
 sw_flip(u8* spins, u32* P, Geo g, SwKey key, const u32* __restrict__ RM, u8* flags, u32* sizes,
         u32* list, u32* list_n, u64* obs, u32 measure) {
     __shared__ u8 s_new[TW * TH];
     __shared__ u32 s_cnt[TW * TH];
+    __shared__ u32 s_root[TW * TH];
     const u32 lx = threadIdx.x, tx = blockIdx.x;
     const u32 x = tx * TW + lx;
     const u32 tiles_x = (g.w + TW - 1) / TW, tiles_y = (g.h + TH - 1) / TH;
     u64 sq = 0;
     for (u32 ty = blockIdx.y; ty < tiles_y; ty += gridDim.y) {
-        if (measure) {
-#pragma unroll
-            for (u32 k = 0; k < PER; k++) s_cnt[(threadIdx.y + 8 * k) * TW + lx] = 0;
-        }
-        __syncthreads();
-        u32 loc[PER], root[PER];
-        u32 mine = 0; // bit k: this thread's site k is a local root
+        u32 m[PER];
+        u32 total = 0;
 #pragma unroll
         for (u32 k = 0; k < PER; k++) {
             const u32 ly = threadIdx.y + 8 * k;
             const u32 y = ty * TH + ly;
-            loc[k] = 0;
-            root[k] = 0;
-            if (x >= g.w || y >= g.h) continue;
-            const u32 site = y * g.w + x;
-            if ((RM[(u64)y * tiles_x + tx] >> lx) & 1u) {
-                const u32 r = find_halving(P, g, site);
-                const uint4 b = philox(r, key);
-                s_new[ly * TW + lx] = (u8)(((u64)b.z * key.q) >> 32);
-                loc[k] = ly * TW + lx;
-                root[k] = r;
-                mine |= 1u << k;
-            } else {
-                const u32 r = ld_cg(P + site) - 1;
+            m[k] = y < g.h ? RM[(u64)y * tiles_x + tx] : 0u;
+            total += __popc(m[k]);
+            if (measure) s_cnt[ly * TW + lx] = 0;
+        }
+        for (u32 t = lx; t < total; t += 32) {
+            const u32 node = nth_root(m, t);
+            const u32 site = (ty * TH + node / TW) * g.w + tx * TW + node % TW;
+            const u32 r = find_halving(P, g, site);
+            s_new[node] = (u8)(((u64)philox(r, key).z * key.q) >> 32);
+            s_root[node] = r;
+        }
+        __syncthreads();
+        u32 loc[PER];
+#pragma unroll
+        for (u32 k = 0; k < PER; k++) {
+            const u32 ly = threadIdx.y + 8 * k;
+            const u32 y = ty * TH + ly;
+            const bool inside = x < g.w && y < g.h;
+            loc[k] = ly * TW + lx;
+            if (inside && !((m[k] >> lx) & 1u)) {
+                const u32 r = ld_cg(P + (y * g.w + x)) - 1;
                 const u32 ry = div_w(g, r), rx = r - ry * g.w;
                 loc[k] = (ry - ty * TH) * TW + (rx - tx * TW);
             }
-            if (measure) atomicAdd(s_cnt + loc[k], 1u);
+            if (measure) {
+                // One shared atomic per distinct cluster in the warp row.
+                const u32 same = __match_any_sync(0xffffffffu, inside ? loc[k] : 0xffffffffu);
+                if (inside && lx == (u32)(__ffs(same) - 1)) atomicAdd(s_cnt + loc[k], (u32)__popc(same));
+            }
         }
         __syncthreads();
 #pragma unroll
         for (u32 k = 0; k < PER; k++) {
-            const u32 ly = threadIdx.y + 8 * k;
-            const u32 y = ty * TH + ly;
-            if (x >= g.w || y >= g.h) continue;
-            const u32 site = y * g.w + x;
-            spins[site] = s_new[loc[k]];
-            if (measure && ((mine >> k) & 1u)) {
-                const u32 c = s_cnt[loc[k]];
-                const bool marked = flags[site] != 0;
-                if (marked) flags[site] = 0;
-                if (root[k] == site && !marked) {
-                    sq += (u64)c * c;
-                } else if (atomicAdd(sizes + root[k], c) == 0) {
-                    list[atomicAdd(list_n, 1u)] = root[k];
+            const u32 y = ty * TH + threadIdx.y + 8 * k;
+            if (x < g.w && y < g.h) spins[y * g.w + x] = s_new[loc[k]];
+        }
+        if (measure) {
+            // A uniform loop over the warp's roots, so that the list grows by one atomic per warp.
+            for (u32 t0 = 0; t0 < total; t0 += 32) {
+                const u32 t = t0 + lx;
+                bool append = false;
+                u32 r = 0;
+                if (t < total) {
+                    const u32 node = nth_root(m, t);
+                    const u32 site = (ty * TH + node / TW) * g.w + tx * TW + node % TW;
+                    const u32 c = s_cnt[node];
+                    r = s_root[node];
+                    const bool marked = flags[site] != 0;
+                    if (marked) flags[site] = 0;
+                    if (r == site && !marked) {
+                        sq += (u64)c * c;
+                    } else {
+                        append = atomicAdd(sizes + r, c) == 0;
+                    }
+                }
+                const u32 am = __ballot_sync(0xffffffffu, append);
+                if (am) {
+                    const u32 leader = __ffs(am) - 1;
+                    u32 base = 0;
+                    if (lx == leader) base = atomicAdd(list_n, (u32)__popc(am));
+                    base = __shfl_sync(0xffffffffu, base, leader);
+                    if (append) list[base + __popc(am & ((1u << lx) - 1u))] = r;
                 }
             }
         }
@@ -288,7 +343,8 @@ sw_sumsq(u32* sizes, const u32* __restrict__ list, const u32* __restrict__ list_
 }
 
 // obs[0] += equal neighbour pairs (each bond once: right and down, wrapping where the axis
-// wraps), obs[2 + v] += sites holding v. Grid-stride over sites, CTA 256.
+// wraps), obs[2 + v] += sites holding v. Grid-stride over sites, CTA 256. For q <= 4 each thread
+// counts in registers; otherwise one shared atomic per distinct value in a warp.
 extern "C" __global__ void __launch_bounds__(256)
 sw_measure(const u8* __restrict__ spins, Geo g, u32 wrap_x, u32 wrap_y, u32 q, u64* obs) {
     __shared__ u32 s_hist[256];
@@ -296,6 +352,8 @@ sw_measure(const u8* __restrict__ spins, Geo g, u32 wrap_x, u32 wrap_y, u32 q, u
     __syncthreads();
     const u64 n = (u64)g.h * g.w;
     const u32 lane = threadIdx.x & 31;
+    const bool small = q <= 4;
+    u32 c[4] = {0, 0, 0, 0};
     u64 sat = 0;
     for (u64 i0 = (u64)blockIdx.x * blockDim.x; i0 < n; i0 += (u64)gridDim.x * blockDim.x) {
         const u64 i = i0 + threadIdx.x;
@@ -307,9 +365,22 @@ sw_measure(const u8* __restrict__ spins, Geo g, u32 wrap_x, u32 wrap_y, u32 q, u
             if (x + 1 < g.w || wrap_x) sat += s == spins[x + 1 < g.w ? i + 1 : (u64)y * g.w];
             if (y + 1 < g.h || wrap_y) sat += s == spins[y + 1 < g.h ? i + g.w : (u64)x];
         }
-        // One shared atomic per distinct value in the warp.
-        const u32 same = __match_any_sync(0xffffffffu, s);
-        if (valid && lane == (u32)(__ffs(same) - 1)) atomicAdd(s_hist + s, (u32)__popc(same));
+        if (small) {
+#pragma unroll
+            for (u32 v = 0; v < 4; v++) c[v] += s == v;
+        } else {
+            const u32 same = __match_any_sync(0xffffffffu, s);
+            if (valid && lane == (u32)(__ffs(same) - 1)) atomicAdd(s_hist + s, (u32)__popc(same));
+        }
+    }
+    if (small) {
+#pragma unroll
+        for (u32 v = 0; v < 4; v++) {
+            u32 t = c[v];
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) t += __shfl_down_sync(0xffffffffu, t, o);
+            if (lane == 0 && t) atomicAdd(s_hist + v, t);
+        }
     }
     warp_add64(obs, sat);
     __syncthreads();

@@ -250,6 +250,14 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// The bond-labeling and Swendsen–Wang module compiles.
+    #[test]
+    fn swendsen_wang_compiles() {
+        if !super::super::runtime::nvrtc::tests::nvrtc_present() {
+            return;
+        }
         let key = ModuleKey {
             family: Family::SwendsenWang,
             site: SiteType::U8,

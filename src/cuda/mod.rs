@@ -57,6 +57,7 @@ mod label_equivalence;
 mod regions;
 mod runtime;
 mod size_counts;
+mod sw_chain;
 mod swendsen_wang;
 mod tile_merge;
 
@@ -64,7 +65,7 @@ pub use analyzer::CudaAnalyzer;
 pub use cudarc;
 pub use regions::CudaRegionGrower;
 pub use size_counts::{PercolatingCluster, SizeCounts};
-pub use swendsen_wang::CudaSwendsenWang;
+pub use sw_chain::CudaSwendsenWang;
 
 use crate::core::backend::LabelBackend;
 use crate::core::lattice::Input;
