@@ -217,7 +217,8 @@ impl Chain {
         Ok(())
     }
 
-    /// Performs one sweep; with `measure`, returns the sample of the new configuration.
+    /// Performs one sweep; with `measure`, returns the sample of the new configuration. On a GPU
+    /// each call waits for its sweep and copies the spins back: [`Chain::run`] is the fast path.
     ///
     /// # Errors
     /// As the update's `sweep`.
