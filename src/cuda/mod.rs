@@ -13,6 +13,10 @@
 //! - [`CudaLabeler`]: labels lattices that already live on the GPU ([`CudaLabeler::label_device`],
 //!   no host synchronisation and no allocation per call) or host arrays
 //!   ([`CudaLabeler::label_host`]).
+//! - Bond-masked labeling ([`crate::Labeler::label_packed_bonds_into`] and
+//!   [`crate::Labeler::bond_roots_into`] with [`crate::Backend::Cuda`]) and
+//!   [`CudaSwendsenWang`], the device-resident Swendsen–Wang sweep that
+//!   [`crate::mc::Chain`] runs on a GPU.
 //!
 //! Algorithms: [`Algorithm::BitRuns`] (run-based union-find on bit-packed rows in shared-memory
 //! tiles of 32 × 1024 sites, each tile labeled once and written whole, then elementwise passes
@@ -58,6 +62,8 @@ mod label_equivalence;
 mod regions;
 mod runtime;
 mod size_counts;
+mod sw_chain;
+mod swendsen_wang;
 mod tile_merge;
 
 pub use analyzer::CudaAnalyzer;
@@ -65,6 +71,7 @@ pub use cudarc;
 pub use regions::CudaRegionGrower;
 pub use runtime::{compile_stats, CompileStats};
 pub use size_counts::{PercolatingCluster, SizeCounts};
+pub use sw_chain::CudaSwendsenWang;
 
 use crate::core::backend::LabelBackend;
 use crate::core::lattice::Input;
@@ -346,6 +353,25 @@ impl LabelBackend for CudaBackend {
         out: ArrayViewMut2<'_, u32>,
     ) -> Result<usize> {
         self.label_numbered(input, spec, Numbering::Canonical, out)
+    }
+
+    fn label_bonds(
+        &mut self,
+        bonds: &crate::PackedBonds,
+        spec: &Spec,
+        out: ArrayViewMut2<'_, u32>,
+    ) -> Result<usize> {
+        self.label_host_bonds(bonds, spec, Numbering::Canonical, out)
+    }
+
+    fn bond_roots(
+        &mut self,
+        bonds: &crate::PackedBonds,
+        spec: &Spec,
+        out: ArrayViewMut2<'_, u32>,
+    ) -> Result<Option<usize>> {
+        self.label_host_bonds(bonds, spec, Numbering::Raw, out)
+            .map(Some)
     }
 }
 

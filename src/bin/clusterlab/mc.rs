@@ -44,11 +44,11 @@ pub enum AlgorithmName {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum BackendName {
-    /// The CPU for now (the GPU path is not yet written).
+    /// Swendsen–Wang on GPU 0 when it opens, else (and Wolff, Metropolis always) the CPU.
     Auto,
     /// The CPU.
     Cpu,
-    /// An NVIDIA GPU: not yet on this backend (a clear error).
+    /// GPU 0, device-resident (Swendsen–Wang only).
     Cuda,
 }
 
@@ -194,10 +194,9 @@ fn run_chains(a: RunArgs) -> Result<()> {
         ModelName::Potts => Model::potts(a.q, h, w, t0.abs().max(1.0)),
     }?;
     let backend = match a.backend {
-        BackendName::Auto | BackendName::Cpu => Backend::Cpu,
-        BackendName::Cuda => {
-            bail!("Monte Carlo is not yet on the CUDA backend: use --backend cpu (or auto)")
-        }
+        BackendName::Auto => Backend::Auto,
+        BackendName::Cpu => Backend::Cpu,
+        BackendName::Cuda => Backend::Cuda { device: 0 },
     };
     let update = match a.algorithm {
         AlgorithmName::Sw => Update::SwendsenWang,
