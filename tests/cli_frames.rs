@@ -504,3 +504,72 @@ fn ns_numbers() {
         "--ns",
     );
 }
+
+/// `plot --data`: the numbers behind the n_s chart (one row per point, the counts adding up to
+/// the clusters the JSON summary reports) and behind the label image (one row per cluster).
+#[cfg(feature = "plot")]
+#[test]
+fn plot_data_and_json() {
+    let (_d, dir) = tempdir();
+    let data = dir.join("ns.csv");
+    let o = run(&[
+        "plot",
+        "--size",
+        "64",
+        "--p",
+        "0.59",
+        "--samples",
+        "3",
+        "-o",
+        p(&dir.join("ns.png")),
+        "--data",
+        p(&data),
+        "--json",
+    ]);
+    assert_ok(&o);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    assert_eq!(json["command"], "plot");
+    assert_eq!(json["kind"], "sizes");
+    let table = std::fs::read_to_string(&data).unwrap();
+    let mut lines = table.lines();
+    assert_eq!(lines.next().unwrap(), "chart,s_min,s_max,s,count,n_s,guide");
+    let rows: Vec<Vec<&str>> = lines.map(|l| l.split(',').collect()).collect();
+    assert_eq!(rows.len() as u64, json["points"].as_u64().unwrap());
+    let clusters: u64 = rows.iter().map(|r| r[4].parse::<u64>().unwrap()).sum();
+    assert_eq!(clusters, json["clusters"].as_u64().unwrap());
+    assert!(rows
+        .iter()
+        .all(|r| r[0] == "sizes" && r[6].parse::<f64>().is_ok()));
+
+    let lattice = percolation(30, 40, 0.5, 1, 9);
+    let npy = dir.join("l.npy");
+    write_npy(&npy, &lattice).unwrap();
+    let data = dir.join("labels.csv");
+    let o = run(&[
+        "plot",
+        p(&npy),
+        "--kind",
+        "labels",
+        "-o",
+        p(&dir.join("l.png")),
+        "--data",
+        p(&data),
+        "--json",
+    ]);
+    assert_ok(&o);
+    let json: serde_json::Value = serde_json::from_slice(&o.stdout).unwrap();
+    let want = oracle(lattice.view(), Connectivity::Four, Boundary::Open);
+    assert_eq!(json["clusters"], *want.iter().max().unwrap());
+    let table = std::fs::read_to_string(&data).unwrap();
+    assert!(table.starts_with("chart,label,size,r,g,b\n"));
+    let sizes: u64 = table
+        .lines()
+        .skip(1)
+        .map(|l| l.split(',').nth(2).unwrap().parse::<u64>().unwrap())
+        .sum();
+    assert_eq!(sizes, want.iter().filter(|&&l| l > 0).count() as u64);
+    assert_error(
+        &run(&["plot", p(&npy), "--data", p(&dir.join("x.txt"))]),
+        "--data",
+    );
+}

@@ -49,7 +49,7 @@ pub use crate::analysis::{SizeBin, SizeDistribution};
 pub use label_image::{plot_labels, Background, LabelImage, LabelImageOptions};
 pub use palette::label_colour;
 pub use percolation_charts::plot_study;
-pub use size_chart::{plot_size_distribution, SizePlotOptions};
+pub use size_chart::{guide_amplitude, plot_size_distribution, SizePlotOptions};
 
 use crate::{Error, Result};
 

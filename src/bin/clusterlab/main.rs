@@ -13,6 +13,8 @@ mod ns;
 mod percolation;
 #[cfg(feature = "plot")]
 mod plot;
+#[cfg(feature = "plot")]
+mod plot_data;
 mod stack;
 
 use clap::{Parser, Subcommand};
