@@ -59,8 +59,20 @@ fn oracle(frame: ndarray::ArrayView2<'_, u8>, c: Connectivity, b: Boundary) -> A
     bfs.label(frame).unwrap().array().clone()
 }
 
+/// Opens an HDF5 file without HDF5's file lock: a CLI child that another test spawns can inherit
+/// this process's descriptor of the file (HDF5 does not open with O_CLOEXEC) and hold the lock
+/// past our close, so that a locked open here fails at random.
+fn open_h5(path: &Path) -> hdf5::Result<hdf5::File> {
+    hdf5::File::with_options()
+        .with_fapl(|p| p.file_locking(false))
+        .open(path)
+}
+
 fn write_h5_stack(path: &Path, a: &Array3<u8>, extra: bool) {
-    let file = hdf5::File::create(path).unwrap();
+    let file = hdf5::File::with_options()
+        .with_fapl(|p| p.file_locking(false))
+        .create(path)
+        .unwrap();
     let (_, h, w) = a.dim();
     file.new_dataset_builder()
         .with_data(a)
@@ -77,7 +89,7 @@ fn write_h5_stack(path: &Path, a: &Array3<u8>, extra: bool) {
 }
 
 fn h5_u32_3d(path: &Path, name: &str) -> Array3<u32> {
-    hdf5::File::open(path)
+    open_h5(path)
         .unwrap()
         .dataset(name)
         .unwrap()
@@ -127,7 +139,7 @@ fn stacks_are_labeled_frame_by_frame() {
             assert_eq!(got_npy.index_axis(Axis(0), t), want, "{input:?} frame {t}");
             assert_eq!(got_h5.index_axis(Axis(0), t), want, "{input:?} frame {t}");
         }
-        let file = hdf5::File::open(&out_h5).unwrap();
+        let file = open_h5(&out_h5).unwrap();
         let ds = file.dataset("labels").unwrap();
         assert_eq!(ds.chunk().unwrap(), vec![1, 37, 53]);
         let clusters: Vec<u64> = file.dataset("frames/clusters").unwrap().read_raw().unwrap();
@@ -156,7 +168,7 @@ fn stacks_are_labeled_frame_by_frame() {
         assert_eq!(frames[i]["frame"], t);
         assert_eq!(frames[i]["clusters"], *want.iter().max().unwrap());
     }
-    let start: u64 = hdf5::File::open(&out)
+    let start: u64 = open_h5(&out)
         .unwrap()
         .dataset("labels")
         .unwrap()
@@ -207,7 +219,7 @@ fn stacks_are_analyzed_frame_by_frame() {
     let table = std::fs::read_to_string(&csv).unwrap();
     let mut lines = table.lines();
     assert!(lines.next().unwrap().starts_with("frame,label,size,"));
-    let file = hdf5::File::open(&h5).unwrap();
+    let file = open_h5(&h5).unwrap();
     let frame_col: Vec<u64> = file.dataset("clusters/frame").unwrap().read_raw().unwrap();
     let size_col: Vec<u64> = file.dataset("clusters/size").unwrap().read_raw().unwrap();
     let labels = h5_u32_3d(&h5, "labels");
@@ -258,14 +270,14 @@ fn frames_are_checked() {
 
 /// The datasets of a file as (name, raw bytes as f64 or u8), for comparisons.
 fn originals(path: &Path) -> (Vec<u8>, Vec<f64>) {
-    let file = hdf5::File::open(path).unwrap();
+    let file = open_h5(path).unwrap();
     let lattice: Vec<u8> = file.dataset("lattice").unwrap().read_raw().unwrap();
     let other: Vec<f64> = file.dataset("other").unwrap().read_raw().unwrap();
     (lattice, other)
 }
 
 fn members(path: &Path) -> Vec<String> {
-    let mut v = hdf5::File::open(path).unwrap().member_names().unwrap();
+    let mut v = open_h5(path).unwrap().member_names().unwrap();
     v.sort();
     v
 }
@@ -402,7 +414,7 @@ fn append_survives_sigkill() {
         if names.iter().any(|n| n.starts_with(".clusterlab-tmp.")) {
             temporaries_seen += 1;
         }
-        if let Ok(file) = hdf5::File::open(&h5) {
+        if let Ok(file) = open_h5(&h5) {
             // A /labels there is always a whole stack.
             if let Ok(ds) = file.dataset("labels") {
                 assert_eq!(ds.shape(), vec![24, 384, 384]);
@@ -488,7 +500,7 @@ fn ns_numbers() {
         "--bins-per-decade",
         "3",
     ]));
-    let file = hdf5::File::open(&ns_h5).unwrap();
+    let file = open_h5(&ns_h5).unwrap();
     let s: Vec<u64> = file.dataset("ns/s").unwrap().read_raw().unwrap();
     let count: Vec<u64> = file.dataset("ns/count").unwrap().read_raw().unwrap();
     let se: Vec<f64> = file.dataset("ns_log/stderr").unwrap().read_raw().unwrap();

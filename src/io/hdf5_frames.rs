@@ -298,6 +298,7 @@ impl Hdf5Sink {
                 }
                 .shape(0..)
                 .chunk(1024)
+                .chunk_cache(521, 0, 1.0)
                 .create(c.name)?;
                 datasets.push(ds);
             }
@@ -305,6 +306,7 @@ impl Hdf5Sink {
                 .new_dataset::<u64>()
                 .shape(0..)
                 .chunk(1024)
+                .chunk_cache(521, 0, 1.0)
                 .create("frame")?;
             self.tables = Some(Tables {
                 datasets,
@@ -339,7 +341,8 @@ impl Hdf5Sink {
             .frame
             .write_slice(ArrayView1::from(frames.as_slice()), rows)?;
         tables.rows += n;
-        Ok(())
+        // Written out frame by frame, so that the library holds no more than a frame's worth.
+        self.file.flush()
     }
 
     pub(crate) fn finish(self, columns: &[SummaryColumn]) -> Result<()> {
