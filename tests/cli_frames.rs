@@ -349,7 +349,7 @@ fn append_adds_labels_to_the_input() {
     );
 }
 
-/// SIGKILL in the middle of `label --append`: the file opens, its original datasets are
+/// SIGKILL (and SIGTERM, SIGINT) in the middle of `label --append`: the file opens, its original datasets are
 /// unchanged, and the next run removes the temporary dataset the killed run left.
 #[cfg(unix)]
 #[test]
@@ -357,13 +357,20 @@ fn append_survives_sigkill() {
     use std::process::Stdio;
     let (_d, dir) = tempdir();
     let h5 = dir.join("sim.h5");
-    // 24 frames of 384²: long enough in a debug build to be killed in the middle.
-    write_h5_stack(&h5, &stack(24, 384, 384), true);
+    // 64 frames of 512²: long enough to be killed in the middle.
+    write_h5_stack(&h5, &stack(64, 512, 512), true);
     let before = originals(&h5);
     let mut interrupted = 0;
     let mut temporaries_seen = 0;
-    for delay_ms in [0u64, 5, 15, 30, 60, 100] {
-        let size = std::fs::metadata(&h5).unwrap().len();
+    let plan = [
+        (0u64, "KILL"),
+        (5, "KILL"),
+        (15, "TERM"),
+        (30, "KILL"),
+        (60, "INT"),
+        (100, "KILL"),
+    ];
+    for (delay_ms, signal) in plan {
         let mut child = Command::new(env!("CARGO_BIN_EXE_clusterlab"))
             .args([
                 "label",
@@ -379,20 +386,34 @@ fn append_survives_sigkill() {
             .stderr(Stdio::null())
             .spawn()
             .unwrap();
-        // The file grows when the temporary dataset's space is allocated and flushed: from then
-        // on the run is writing label frames.
+        // The run's temporary dataset appears (it is flushed before any frame is written):
+        // from then on the run is writing label frames.
+        let temp = format!(".clusterlab-tmp.{}.", child.id());
+        let writing = || {
+            open_h5(&h5)
+                .and_then(|f| f.member_names())
+                .is_ok_and(|names| names.iter().any(|n| n.starts_with(&temp)))
+        };
         let start = std::time::Instant::now();
-        while std::fs::metadata(&h5).unwrap().len() <= size && start.elapsed().as_secs() < 60 {
+        while !writing() && start.elapsed().as_secs() < 60 {
             if child.try_wait().unwrap().is_some() {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
         std::thread::sleep(std::time::Duration::from_millis(delay_ms));
-        let _ = child.kill(); // SIGKILL
+        let _ = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status();
         let status = child.wait().unwrap();
+        eprintln!("SIG{signal} after {delay_ms} ms: {status}");
         if !status.success() {
             interrupted += 1;
+            match signal {
+                "TERM" => assert_eq!(status.code(), Some(143)),
+                "INT" => assert_eq!(status.code(), Some(130)),
+                _ => {}
+            }
         }
         // The file opens and its own datasets are whole, whatever the moment.
         assert_eq!(
@@ -417,7 +438,7 @@ fn append_survives_sigkill() {
         if let Ok(file) = open_h5(&h5) {
             // A /labels there is always a whole stack.
             if let Ok(ds) = file.dataset("labels") {
-                assert_eq!(ds.shape(), vec![24, 384, 384]);
+                assert_eq!(ds.shape(), vec![64, 512, 512]);
             }
         }
     }
@@ -440,7 +461,7 @@ fn append_survives_sigkill() {
     ]));
     assert_eq!(members(&h5), vec!["labels", "lattice", "other"]);
     assert_eq!(originals(&h5), before);
-    assert_eq!(h5_u32_3d(&h5, "labels").dim(), (2, 384, 384));
+    assert_eq!(h5_u32_3d(&h5, "labels").dim(), (2, 512, 512));
 }
 
 /// `analyze --ns`: every size with its count (Σ s·count = occupied sites), log bins covering
@@ -583,5 +604,21 @@ fn plot_data_and_json() {
     assert_error(
         &run(&["plot", p(&npy), "--data", p(&dir.join("x.txt"))]),
         "--data",
+    );
+}
+
+/// A Fortran-order .npy stack has no contiguous frames: refused with what to do.
+#[test]
+fn fortran_order_stacks_are_refused() {
+    use ndarray::ShapeBuilder;
+    let (_d, dir) = tempdir();
+    let a = stack(3, 5, 6);
+    let mut f = Array3::<u8>::zeros((3, 5, 6).f());
+    f.assign(&a);
+    let npy = dir.join("f.npy");
+    write_npy(&npy, &f).unwrap();
+    assert_error(
+        &run(&["label", p(&npy), "--frames", "all"]),
+        "ascontiguousarray",
     );
 }
