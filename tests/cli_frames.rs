@@ -435,6 +435,11 @@ fn append_survives_sigkill() {
         if names.iter().any(|n| n.starts_with(".clusterlab-tmp.")) {
             temporaries_seen += 1;
         }
+        // The crate's own reader opens the file and reads the stack as it was.
+        let mut reader = clusterlab::io::FrameReader::open(&h5, None).unwrap();
+        assert_eq!((reader.len(), reader.dim()), (64, (512, 512)));
+        let frame = reader.read(63).unwrap();
+        assert_eq!(frame.dtype(), "uint8");
         if let Ok(file) = open_h5(&h5) {
             // A /labels there is always a whole stack.
             if let Ok(ds) = file.dataset("labels") {
@@ -621,4 +626,17 @@ fn fortran_order_stacks_are_refused() {
         &run(&["label", p(&npy), "--frames", "all"]),
         "ascontiguousarray",
     );
+}
+
+/// One default backend for the command line: auto, on label and analyze alike.
+#[test]
+fn backend_default_is_auto_everywhere() {
+    for cmd in ["label", "analyze"] {
+        let help = text(&run(&[cmd, "--help"]).stdout);
+        assert!(
+            help.contains("auto (the default of every subcommand"),
+            "{cmd} --help:\n{help}"
+        );
+        assert!(help.contains("[default: auto]"), "{cmd} --help:\n{help}");
+    }
 }
