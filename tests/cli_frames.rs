@@ -340,6 +340,28 @@ fn append_adds_labels_to_the_input() {
     ]);
     assert_error(&o, "lattice being read");
     assert_eq!(originals(&h5), before);
+    // A 2-D lattice: /labels is its 2-D label image, with its cluster count.
+    let flat = dir.join("flat.h5");
+    let lattice = percolation(33, 21, 0.55, 1, 5);
+    let file = hdf5::File::with_options()
+        .with_fapl(|p| p.file_locking(false))
+        .create(&flat)
+        .unwrap();
+    file.new_dataset_builder()
+        .with_data(&lattice)
+        .create("lattice")
+        .unwrap();
+    drop(file);
+    assert_ok(&run(&["label", p(&flat), "--append", "-q"]));
+    let file = open_h5(&flat).unwrap();
+    let ds = file.dataset("labels").unwrap();
+    let got: Array2<u32> = ds.read_2d().unwrap();
+    let want = oracle(lattice.view(), Connectivity::Four, Boundary::Open);
+    assert_eq!(got, want);
+    let count: u64 = ds.attr("count").unwrap().read_scalar().unwrap();
+    assert_eq!(count, *want.iter().max().unwrap() as u64);
+    let back: Array2<u8> = file.dataset("lattice").unwrap().read_2d().unwrap();
+    assert_eq!(back, lattice);
     // Not HDF5: refused before any work.
     let npy = dir.join("s.npy");
     write_npy(&npy, &a).unwrap();

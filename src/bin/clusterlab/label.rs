@@ -40,8 +40,9 @@ pub struct LabelArgs {
 
     /// Add the labels to the input HDF5 file itself, as /labels (or --labels-dataset), instead
     /// of writing --output. The file's other datasets are never written to: the labels go to a
-    /// new temporary dataset, flushed, then renamed; a run killed even by SIGKILL leaves the
-    /// original datasets intact, and the next --append removes its temporary.
+    /// new temporary dataset, flushed, then renamed; a run stopped by any signal, SIGKILL
+    /// included, leaves the original datasets intact, and the next --append on the file removes
+    /// the temporary it left.
     #[arg(long)]
     pub append: bool,
 
