@@ -260,6 +260,47 @@ impl FrameReader {
     }
 }
 
+/// What a [`LabelSink`] holds: `frames` label frames of `dim` = `(H, W)` sites each (`None`: one
+/// 2-D label image), the first of them made from input frame `frame_start`.
+///
+/// ```
+/// use clusterlab::io::LabelLayout;
+///
+/// let stack = LabelLayout::frames(10..20, (512, 256));
+/// assert_eq!((stack.frames, stack.frame_start, stack.dim), (Some(10), 10, (512, 256)));
+/// assert_eq!(LabelLayout::image((4, 5)).frames, None);
+/// ```
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub struct LabelLayout {
+    /// The number of label frames; `None` for one 2-D image.
+    pub frames: Option<usize>,
+    /// The input frame of the first label frame (recorded in HDF5 as `frame_start`).
+    pub frame_start: usize,
+    /// `(H, W)`: each frame's shape.
+    pub dim: (usize, usize),
+}
+
+impl LabelLayout {
+    /// One 2-D label image of `dim`.
+    pub fn image(dim: (usize, usize)) -> LabelLayout {
+        LabelLayout {
+            frames: None,
+            frame_start: 0,
+            dim,
+        }
+    }
+
+    /// The label frames of input frames `range`, each of `dim`.
+    pub fn frames(range: Range<usize>, dim: (usize, usize)) -> LabelLayout {
+        LabelLayout {
+            frames: Some(range.len()),
+            frame_start: range.start,
+            dim,
+        }
+    }
+}
+
 enum Sink {
     Npy(NpyStackWriter),
     #[cfg(feature = "hdf5")]
@@ -281,10 +322,9 @@ pub struct LabelSink {
 
 impl LabelSink {
     /// A new file at `path`, in `format` (the path may be a temporary with another extension),
-    /// for `frames` label frames of `dim` = `(H, W)` sites each (`frames` =
-    /// `None`: one 2-D label image, as [`write_labels`](super::write_labels) writes it, without
-    /// `/lattice`). `frame_start` is recorded (HDF5) as the input frame of the first label frame.
-    /// HDF5 label frames are compressed as `options` say; `.npy` files never are.
+    /// for the label frames of `layout` (a 2-D image is written as
+    /// [`write_labels`](super::write_labels) writes it, without `/lattice`). HDF5 label frames
+    /// are compressed as `options` say; `.npy` files never are.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for HDF5 without the `hdf5` feature; [`Error::Io`] or
@@ -292,26 +332,17 @@ impl LabelSink {
     pub fn create(
         path: &Path,
         format: Format,
-        frames: Option<usize>,
-        frame_start: usize,
-        dim: (usize, usize),
+        layout: LabelLayout,
         meta: &LabelMeta,
         options: &WriteOptions,
     ) -> Result<LabelSink> {
         let sink = match format {
-            Format::Npy => Sink::Npy(NpyStackWriter::create(path, frames, dim)?),
+            Format::Npy => Sink::Npy(NpyStackWriter::create(path, layout.frames, layout.dim)?),
             #[cfg(feature = "hdf5")]
-            Format::Hdf5 => Sink::Hdf5(Hdf5Sink::create(
-                path,
-                frames,
-                frame_start,
-                dim,
-                meta,
-                options,
-            )?),
+            Format::Hdf5 => Sink::Hdf5(Hdf5Sink::create(path, layout, meta, options)?),
             #[cfg(not(feature = "hdf5"))]
             Format::Hdf5 => {
-                let _ = (frame_start, meta, options);
+                let _ = (meta, options);
                 return Err(hdf5_off(path));
             }
         };
@@ -334,14 +365,11 @@ impl LabelSink {
     /// [`Error::InvalidArgument`] for a file that is not HDF5, or when `name` exists and
     /// `replace` is false, or its group does not exist; [`Error::Io`] or [`Error::Hdf5`] when the
     /// file cannot be opened for writing.
-    #[allow(clippy::too_many_arguments)] // the stack's shape, its name and how it is stored
     pub fn append(
         path: &Path,
         name: &str,
         replace: bool,
-        frames: Option<usize>,
-        frame_start: usize,
-        dim: (usize, usize),
+        layout: LabelLayout,
         meta: &LabelMeta,
         options: &WriteOptions,
     ) -> Result<LabelSink> {
@@ -353,24 +381,14 @@ impl LabelSink {
         }
         #[cfg(feature = "hdf5")]
         {
-            let sink =
-                Hdf5Sink::append(path, name, replace, frames, frame_start, dim, meta, options)?;
+            let sink = Hdf5Sink::append(path, name, replace, layout, meta, options)?;
             Ok(LabelSink {
                 sink: Sink::Hdf5(sink),
             })
         }
         #[cfg(not(feature = "hdf5"))]
         {
-            let _ = (
-                name,
-                replace,
-                frames,
-                frame_start,
-                dim,
-                meta,
-                options,
-                Sink::Npy,
-            );
+            let _ = (name, replace, layout, meta, options, Sink::Npy);
             Err(hdf5_off(path))
         }
     }

@@ -5,7 +5,7 @@
 use super::columns::{check_rows, SummaryColumn, SummaryValues};
 use super::dtype::{bad_input, check_header, narrow, unsupported, Dtype};
 use super::hdf5::{check_filters, chunk_rows, hdf5_dtype, hdf5_result, open_dataset};
-use super::{LabelMeta, Lattice, WriteOptions};
+use super::{LabelLayout, LabelMeta, Lattice, WriteOptions};
 use crate::measure::columns::{columns, ColumnData};
 use crate::{ClusterTable, Error, Labels, Result};
 use ::hdf5::types::VarLenUnicode;
@@ -148,66 +148,57 @@ fn label_dataset(
 impl Hdf5Sink {
     pub(crate) fn create(
         path: &Path,
-        frames: Option<usize>,
-        frame_start: usize,
-        dim: (usize, usize),
+        layout: LabelLayout,
         meta: &LabelMeta,
         options: &WriteOptions,
     ) -> Result<Hdf5Sink> {
         let file = hdf5_result(path, ::hdf5::File::create(path))?;
         let labels = hdf5_result(
             path,
-            label_dataset(&file, "labels", frames, dim, options, false),
+            label_dataset(&file, "labels", layout.frames, layout.dim, options, false),
         )?;
-        Ok(Hdf5Sink::new(
-            file,
-            path,
-            Some(labels),
-            frames,
-            frame_start,
-            dim,
-            meta,
-        ))
+        Ok(Hdf5Sink::new(file, path, Some(labels), layout, meta))
     }
 
     /// A new file that gets only cluster tables and summary columns, no label image.
     pub(crate) fn create_tables_only(path: &Path, meta: &LabelMeta) -> Result<Hdf5Sink> {
         let file = hdf5_result(path, ::hdf5::File::create(path))?;
-        Ok(Hdf5Sink::new(file, path, None, None, 0, (0, 0), meta))
+        Ok(Hdf5Sink::new(
+            file,
+            path,
+            None,
+            LabelLayout::image((0, 0)),
+            meta,
+        ))
     }
 
     fn new(
         file: ::hdf5::File,
         path: &Path,
         labels: Option<::hdf5::Dataset>,
-        frames: Option<usize>,
-        frame_start: usize,
-        dim: (usize, usize),
+        layout: LabelLayout,
         meta: &LabelMeta,
     ) -> Hdf5Sink {
         Hdf5Sink {
             file,
             path: path.to_owned(),
             labels,
-            dim,
-            frames,
+            dim: layout.dim,
+            frames: layout.frames,
             pushed: 0,
             last_count: 0,
             meta: *meta,
-            frame_start,
+            frame_start: layout.frame_start,
             rename: None,
             tables: None,
         }
     }
 
-    #[allow(clippy::too_many_arguments)]
     pub(crate) fn append(
         path: &Path,
         name: &str,
         replace: bool,
-        frames: Option<usize>,
-        frame_start: usize,
-        dim: (usize, usize),
+        layout: LabelLayout,
         meta: &LabelMeta,
         options: &WriteOptions,
     ) -> Result<Hdf5Sink> {
@@ -235,14 +226,14 @@ impl Hdf5Sink {
         let temp = temp_name();
         let labels = hdf5_result(
             path,
-            label_dataset(&file, &temp, frames, dim, options, true).and_then(|ds| {
+            label_dataset(&file, &temp, layout.frames, layout.dim, options, true).and_then(|ds| {
                 // The new link on disk before any data: a kill from here on leaves a file whose
                 // metadata is whole, with the temporary to be removed by the next run.
                 file.flush()?;
                 Ok(ds)
             }),
         )?;
-        let mut sink = Hdf5Sink::new(file, path, Some(labels), frames, frame_start, dim, meta);
+        let mut sink = Hdf5Sink::new(file, path, Some(labels), layout, meta);
         sink.rename = Some(Rename { temp, target });
         Ok(sink)
     }

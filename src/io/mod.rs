@@ -40,7 +40,7 @@ pub use atomic::{remove_pending_temporaries, write_atomically};
 pub use columns::{
     columns_to_csv, write_column_groups, write_columns, SummaryColumn, SummaryValues,
 };
-pub use frames::{array_shape, FrameReader, FrameSelection, LabelSink};
+pub use frames::{array_shape, FrameReader, FrameSelection, LabelLayout, LabelSink};
 
 use crate::{Boundary, Connectivity, Error, Labels, Result};
 use atomic::io_error;

@@ -184,9 +184,7 @@ pub fn run(args: &AnalyzeArgs, frames: FrameSelection) -> Result<()> {
                         LabelSink::create(
                             tmp,
                             io::Format::Hdf5,
-                            Some(range.len()),
-                            range.start,
-                            dim,
+                            io::LabelLayout::frames(range.clone(), dim),
                             &meta,
                             &args.out.write_options(),
                         )?

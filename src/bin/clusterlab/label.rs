@@ -119,9 +119,7 @@ pub fn run(args: LabelArgs) -> Result<()> {
             &args.input,
             args.labels_dataset.as_deref().unwrap_or(io::LABELS_DATASET),
             args.force,
-            None,
-            0,
-            (h, w),
+            io::LabelLayout::image((h, w)),
             &meta,
             &args.out.write_options(),
         )?;

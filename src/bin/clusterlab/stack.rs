@@ -5,7 +5,8 @@ use crate::args::{check_not_input, check_output_folder, mode, print_json, print_
 use crate::label::LabelArgs;
 use anyhow::{bail, Result};
 use clusterlab::io::{
-    self, Format, FrameReader, FrameSelection, LabelMeta, LabelSink, SummaryColumn, SummaryValues,
+    self, Format, FrameReader, FrameSelection, LabelLayout, LabelMeta, LabelSink, SummaryColumn,
+    SummaryValues,
 };
 use clusterlab::Labeler;
 use std::ops::Range;
@@ -181,9 +182,7 @@ pub fn label(args: &LabelArgs, frames: FrameSelection) -> Result<()> {
             &args.input,
             name,
             args.force,
-            Some(range.len()),
-            range.start,
-            dim,
+            LabelLayout::frames(range.clone(), dim),
             &meta,
             &options,
         )?;
@@ -209,9 +208,7 @@ pub fn label(args: &LabelArgs, frames: FrameSelection) -> Result<()> {
                     let mut sink = LabelSink::create(
                         tmp,
                         Format::from_path(out)?,
-                        Some(range.len()),
-                        range.start,
-                        dim,
+                        LabelLayout::frames(range.clone(), dim),
                         &meta,
                         &options,
                     )?;
