@@ -662,3 +662,34 @@ fn backend_default_is_auto_everywhere() {
         assert!(help.contains("[default: auto]"), "{cmd} --help:\n{help}");
     }
 }
+
+/// Frames are converted as 2-D lattices are: int16 frames are narrowed, and a negative value is
+/// refused naming its frame.
+#[test]
+fn frames_are_converted_one_by_one() {
+    let (_d, dir) = tempdir();
+    let a = stack(3, 9, 11);
+    let mut wide = a.mapv(|v| i16::from(v) * 300);
+    let npy = dir.join("wide.npy");
+    write_npy(&npy, &wide).unwrap();
+    let out = dir.join("l.npy");
+    assert_ok(&run(&[
+        "label",
+        p(&npy),
+        "--frames",
+        "all",
+        "-q",
+        "-o",
+        p(&out),
+    ]));
+    let got: Array3<u32> = read_npy(&out).unwrap();
+    for t in 0..3 {
+        let want = oracle(a.index_axis(Axis(0), t), Connectivity::Four, Boundary::Open);
+        assert_eq!(got.index_axis(Axis(0), t), want);
+    }
+    wide[[2, 4, 5]] = -7;
+    write_npy(&npy, &wide).unwrap();
+    let o = run(&["label", p(&npy), "--frames", "all", "-o", p(&out)]);
+    assert_error(&o, "frame 2");
+    assert_error(&o, "-7");
+}
