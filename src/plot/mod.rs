@@ -53,7 +53,7 @@ pub use label_image::{plot_labels, Background, LabelImage, LabelImageOptions};
 pub use mc_charts::{plot_run, ChainPlot};
 pub use palette::label_colour;
 pub use percolation_charts::plot_study;
-pub use size_chart::{plot_size_distribution, SizePlotOptions};
+pub use size_chart::{guide_amplitude, plot_size_distribution, SizePlotOptions};
 
 use crate::{Error, Result};
 
