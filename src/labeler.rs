@@ -106,7 +106,7 @@ impl Labeler {
         self
     }
 
-    /// Where to label (default [`Backend::Cpu`]). A GPU backend compiles its kernels on first
+    /// Where to label (default [`Backend::Auto`]: the CPU unless a GPU-only algorithm is named). A GPU backend compiles its kernels on first
     /// use and keeps its device buffers between calls.
     ///
     /// # Errors

@@ -3,8 +3,8 @@
 mod common;
 
 use clusterlab::{
-    label, label_segments, Algorithm, Boundary, Connectivity, Error, Labeler, Labels, Parallelism,
-    SiteValue, MAX_SITES,
+    label, label_segments, Algorithm, Backend, Boundary, Connectivity, Error, Labeler, Labels,
+    Parallelism, SiteValue, MAX_SITES,
 };
 use common::{checkerboard, oracle_of, spiral, stripes};
 use ndarray::{arr2, array, s, Array2, ArrayView2};
@@ -719,7 +719,11 @@ fn gpu_algorithms_on_the_cpu_are_invalid_arguments() {
         Algorithm::TileMerge,
         Algorithm::BlockUnionFind,
     ] {
-        let mut l = Labeler::new(Four, Open).algorithm(alg);
+        // Named explicitly: the default backend, `Auto`, would run them on the CPU's `Auto`.
+        let mut l = Labeler::new(Four, Open)
+            .backend(Backend::Cpu)
+            .unwrap()
+            .algorithm(alg);
         assert_eq!(l.backend_name(), "cpu");
         let r = l.label(lat.view());
         assert!(

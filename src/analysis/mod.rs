@@ -205,7 +205,7 @@ impl Analyzer {
         }
     }
 
-    /// Where to run (default [`Backend::Cpu`]). On a GPU ([`Backend::Cuda`], feature `cuda`),
+    /// Where to run (default [`Backend::Auto`]: the CPU for calls on host arrays). On a GPU ([`Backend::Cuda`], feature `cuda`),
     /// [`Measures::Shape`] tables of occupancy lattices are computed entirely on the device (see
     /// `cuda::CudaAnalyzer`); with [`Measures::All`] or segments the lattice and its complement
     /// are labeled on the GPU and the perimeters and filled areas measured on the CPU. Tables

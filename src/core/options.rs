@@ -38,18 +38,20 @@ pub enum Algorithm {
 
 /// Where labeling runs.
 ///
-/// Defaults: the library's is [`Backend::Cpu`] — a `Labeler`, `Analyzer` or `Options` made
-/// without naming a backend never opens a GPU driver, so that a program's behaviour does not
-/// change with the machine it runs on. The `clusterlab` command line's is `auto` for every
-/// subcommand (`label`, `analyze`, `percolation`): a user at a terminal gets the GPU when there
-/// is one and the CPU otherwise, and the summary says which. [`Backend::Auto`] never fails for
-/// want of a GPU: it resolves to the CPU, and a GPU-only algorithm then to the CPU's fastest
-/// ([`Algorithm::Auto`]).
+/// One default everywhere: [`Backend::Auto`], for the library (`Options`, `Labeler`, `Analyzer`,
+/// Monte Carlo chains, percolation studies) and for every subcommand of the `clusterlab` command
+/// line. `Auto` takes the GPU only for work whose GPU path is the faster one — a GPU-only
+/// algorithm, device-resident Swendsen–Wang chains, batched percolation samples — and the CPU
+/// otherwise, which includes one-shot labeling and analysis with [`Algorithm::Auto`] (no GPU
+/// driver is even opened for them). Results do not depend on the choice: every path is
+/// bit-identical to the CPU's. `Auto` never fails for want of a GPU: it resolves to the CPU, and
+/// a GPU-only algorithm then to the CPU's fastest ([`Algorithm::Auto`]);
+/// [`Labeler::backend_name`](crate::Labeler::backend_name) says which was chosen. Name
+/// [`Backend::Cpu`] to keep a program off the GPU.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Backend {
-    /// The CPU (the library's default: no device is touched).
-    #[default]
+    /// The CPU.
     Cpu,
     /// An NVIDIA GPU, by device ordinal (feature `cuda`).
     Cuda {
@@ -58,6 +60,8 @@ pub enum Backend {
     },
     /// The first GPU when a CUDA driver and device are usable and the algorithm runs there, the
     /// CPU otherwise; [`Labeler::backend_name`](crate::Labeler::backend_name) says which was chosen.
+    /// The default.
+    #[default]
     Auto,
 }
 

@@ -8,7 +8,7 @@ use super::measure::{bond_count, Sample, Tally};
 use super::model::Model;
 use super::rng::threshold;
 use crate::core::sweep::SwParams;
-use crate::device::{Device, GpuSwendsenWang, SwTally};
+use crate::device::{Device, GpuSwendsenWang, SwTally, Work};
 use crate::{Options, Result};
 use ndarray::Array2;
 
@@ -31,7 +31,7 @@ impl GpuSw {
         stream: u64,
         options: Options,
     ) -> Result<Option<GpuSw>> {
-        let device = Device::resolve(&options)?;
+        let device = Device::resolve_for(&options, Work::Resident)?;
         let (height, width) = model.dim();
         let params = SwParams {
             height,

@@ -140,7 +140,7 @@ impl RegionGrower {
         self
     }
 
-    /// Where to grow (default [`Backend::Cpu`]).
+    /// Where to grow (default [`Backend::Auto`]: the CPU for calls on host arrays).
     ///
     /// # Errors
     /// [`Error::CudaUnavailable`] for [`Backend::Cuda`] without a usable driver, NVRTC or

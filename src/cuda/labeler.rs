@@ -1,0 +1,216 @@
+//! [`CudaLabeler`]: the public GPU labeling plan over the crate-internal CUDA backend.
+
+use super::*;
+
+/// A GPU labeling plan: connectivity, boundary, site rule, algorithm and numbering, with its own
+/// stream, compiled kernels and device buffers.
+///
+/// [`CudaLabeler::label_device`] labels a lattice that is already on the GPU into a label array
+/// on the GPU: it only queues kernels on the labeler's stream (no host synchronisation) and,
+/// after the first call for a lattice of that size or larger (or [`CudaLabeler::prepare`]),
+/// allocates nothing. The cluster count stays on the device until [`CudaLabeler::count`] asks
+/// for it. Extra device memory besides the input and the labels: 64 bytes, 1 byte per 1024 sites
+/// for canonical numbering and, for block union-find, its forest (a `u32` per block: per 2×2
+/// block with 8-connectivity, 1 byte per site; per 2×1 block with 4-connectivity, 2 bytes per
+/// site; none for segments, whose forest is the label array) and the cells of the 32×32-block
+/// tiles' edges (a `u32` per 8 blocks). Label equivalence and tile merge use the label array as
+/// their forest.
+pub struct CudaLabeler {
+    pub(super) backend: CudaBackend,
+    spec: Spec,
+    numbering: Numbering,
+}
+
+impl CudaLabeler {
+    /// A labeler on device `device` with a stream of its own, for occupancy lattices, with
+    /// [`Algorithm::Auto`] and canonical numbering.
+    ///
+    /// # Errors
+    /// [`Error::CudaUnavailable`] when the driver, NVRTC or the device is missing (never a
+    /// panic), [`Error::Cuda`] when the driver fails.
+    pub fn new(device: usize, connectivity: Connectivity, boundary: Boundary) -> Result<Self> {
+        Ok(CudaLabeler::from_backend(
+            CudaBackend::new(device)?,
+            connectivity,
+            boundary,
+        ))
+    }
+
+    /// A labeler that queues its work on `stream` (a stream of the caller's, e.g. the one a
+    /// simulation's kernels run on, so that no cross-stream synchronisation is needed).
+    ///
+    /// # Errors
+    /// [`Error::CudaUnavailable`] for a device older than compute capability 7.0,
+    /// [`Error::Cuda`] when the driver fails.
+    pub fn with_stream(
+        stream: Arc<CudaStream>,
+        connectivity: Connectivity,
+        boundary: Boundary,
+    ) -> Result<Self> {
+        let ordinal = stream.context().ordinal();
+        let gpu = Gpu::with_stream(stream)?;
+        Ok(CudaLabeler::from_backend(
+            CudaBackend::from_gpu(gpu, ordinal),
+            connectivity,
+            boundary,
+        ))
+    }
+
+    fn from_backend(backend: CudaBackend, connectivity: Connectivity, boundary: Boundary) -> Self {
+        CudaLabeler {
+            backend,
+            spec: Spec {
+                connectivity,
+                boundary,
+                segments: false,
+                algorithm: Algorithm::Auto,
+            },
+            numbering: Numbering::Canonical,
+        }
+    }
+
+    /// Same-value segments: neighbours join only when they hold the same nonzero value.
+    pub fn segments(mut self, segments: bool) -> Self {
+        self.spec.segments = segments;
+        self
+    }
+
+    /// The algorithm: [`Algorithm::Auto`] (the fastest: [`Algorithm::BitRuns`], or
+    /// [`Algorithm::BlockUnionFind`] on devices of compute capability 7.5), one of those two,
+    /// [`Algorithm::Ha4`], [`Algorithm::TileMerge`] or [`Algorithm::LabelEquivalence`]; others
+    /// are refused when labeling ([`Algorithm::BitRuns`] also on devices of compute
+    /// capability 7.5).
+    pub fn algorithm(mut self, algorithm: Algorithm) -> Self {
+        self.spec.algorithm = algorithm;
+        self
+    }
+
+    /// The numbering of [`CudaLabeler::label_device`] and [`CudaLabeler::label_host_into`]
+    /// (default [`Numbering::Canonical`]).
+    pub fn numbering(mut self, numbering: Numbering) -> Self {
+        self.numbering = numbering;
+        self
+    }
+
+    /// The stream the labeler queues its work on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        &self.backend.engine.gpu.stream
+    }
+
+    /// The device context.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.backend.engine.gpu.ctx
+    }
+
+    pub(super) fn job<T: SiteValue>(&self, height: usize, width: usize) -> Result<Job> {
+        Ok(Job {
+            site: SiteType::of::<T>(),
+            height,
+            width,
+            connectivity: self.spec.connectivity,
+            boundary: self.spec.boundary,
+            segments: self.spec.segments,
+            family: family_of(
+                self.spec.algorithm,
+                &self.backend.engine.gpu,
+                self.spec.segments,
+            )?,
+            numbering: self.numbering,
+        })
+    }
+
+    /// Compiles the kernels for lattices of `T` and allocates the scratch for `height × width`
+    /// sites, so that [`CudaLabeler::label_device`] allocates and compiles nothing. Optional:
+    /// the first call does it otherwise.
+    ///
+    /// # Errors
+    /// [`Error::KernelCompile`] with NVRTC's log, [`Error::OutOfDeviceMemory`],
+    /// [`Error::InvalidArgument`] for a CPU algorithm or canonical numbering of 2^31 sites or
+    /// more, [`Error::TooManySites`], [`Error::Cuda`].
+    pub fn prepare<T: SiteValue>(&mut self, height: usize, width: usize) -> Result<()> {
+        let job = self.job::<T>(height, width)?;
+        self.backend.engine.prepare(&job)
+    }
+
+    /// Queues the labeling of the `height × width` lattice `input` (row-major, on this
+    /// labeler's device) into `output` (`height * width` labels) on the labeler's stream, and
+    /// returns without waiting. Buffers of other streams are ordered through cudarc's events.
+    /// The labels follow [`CudaLabeler::numbering`]; [`CudaLabeler::count`] gives the number of
+    /// clusters. Device memory: the input, the output and the labeler's small scratch.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when a buffer's length is not `height * width` or for the
+    /// cases of [`CudaLabeler::prepare`], whose errors the first call can also return;
+    /// [`Error::Cuda`] when a launch fails.
+    pub fn label_device<T, I, O>(
+        &mut self,
+        input: &I,
+        height: usize,
+        width: usize,
+        output: &mut O,
+    ) -> Result<()>
+    where
+        T: SiteValue,
+        I: DevicePtr<T>,
+        O: DevicePtrMut<u32>,
+    {
+        let job = self.job::<T>(height, width)?;
+        self.backend.engine.check(&job)?;
+        let n = job.sites();
+        if input.len() != n || output.len() != n {
+            return Err(Error::InvalidArgument(format!(
+                "a {height}×{width} lattice needs {n} sites and {n} labels, got buffers of {} \
+                 and {}",
+                input.len(),
+                output.len()
+            )));
+        }
+        let stream = self.backend.engine.gpu.stream.clone();
+        let (in_ptr, _read) = input.device_ptr(&stream);
+        let (out_ptr, _write) = output.device_ptr_mut(&stream);
+        self.backend.engine.run(&job, in_ptr, out_ptr)
+    }
+
+    /// Waits for the labeler's queued work and returns the number of clusters of the last
+    /// labeling.
+    ///
+    /// # Errors
+    /// [`Error::Cuda`] when the kernels or the copy failed.
+    pub fn count(&mut self) -> Result<usize> {
+        self.backend.engine.count()
+    }
+
+    /// Labels a host lattice on the GPU with canonical numbering (whatever
+    /// [`CudaLabeler::numbering`] says: [`Labels`] are numbered `1..=count`).
+    ///
+    /// # Errors
+    /// [`Error::OutOfDeviceMemory`] when the lattice and its labels do not fit on the device,
+    /// and the errors of [`CudaLabeler::prepare`].
+    pub fn label_host<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<Labels> {
+        crate::lattice::check_size(lattice.nrows(), lattice.ncols())?;
+        let mut array = Array2::zeros(lattice.dim());
+        let count = self.backend.label_numbered(
+            T::input(lattice),
+            &self.spec,
+            Numbering::Canonical,
+            array.view_mut(),
+        )?;
+        Ok(Labels { array, count })
+    }
+
+    /// Labels a host lattice on the GPU into `out`, numbered as [`CudaLabeler::numbering`]
+    /// says; returns the number of clusters.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] when `out` does not have the lattice's shape, and the errors of
+    /// [`CudaLabeler::label_host`].
+    pub fn label_host_into<T: SiteValue>(
+        &mut self,
+        lattice: ArrayView2<'_, T>,
+        out: ArrayViewMut2<'_, u32>,
+    ) -> Result<usize> {
+        crate::lattice::check_size(lattice.nrows(), lattice.ncols())?;
+        self.backend
+            .label_numbered(T::input(lattice), &self.spec, self.numbering, out)
+    }
+}
