@@ -1090,3 +1090,30 @@ fn compressed_hdf5_output() {
     let o = run(&["label", s(&lattice), "-o", s(&packed), "--compress", "10"]);
     assert_clean_failure(&o, "--compress", &d.input);
 }
+
+/// `label --timings`: the phases on stderr, and under "timings" with --json; without the flag
+/// the JSON has no "timings" key.
+#[test]
+fn label_timings() {
+    let d = dirs();
+    let input = d.input.join("lattice.npy");
+    write_npy(&input, &percolation(64, 80, 0.59, 1, 3)).unwrap();
+    let output = d.out.join("labels.npy");
+    let o = run(&["label", s(&input), "-o", s(&output), "--timings", "--json"]);
+    assert_ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let t = &v["timings"];
+    for key in ["read_ms", "open_ms", "label_ms", "write_ms", "total_ms"] {
+        assert!(t[key].as_f64().is_some_and(|x| x >= 0.0), "{key}: {t}");
+    }
+    let sum: f64 = ["read_ms", "open_ms", "label_ms", "write_ms"]
+        .iter()
+        .map(|k| t[*k].as_f64().unwrap())
+        .sum();
+    assert!(sum <= t["total_ms"].as_f64().unwrap() + 1e-6, "{t}");
+    assert!(stderr(&o).contains("timings (ms): read "), "{}", stderr(&o));
+    let o = run(&["label", s(&input), "--json"]);
+    assert_ok(&o);
+    let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert!(v.get("timings").is_none());
+}

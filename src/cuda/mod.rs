@@ -71,7 +71,9 @@ pub use analyzer::CudaAnalyzer;
 pub use cudarc;
 pub use labeler::CudaLabeler;
 pub use regions::CudaRegionGrower;
-pub use runtime::{compile_stats, CompileStats};
+pub use runtime::{
+    compile_stats, host_call_timings, record_timings, CompileStats, HostCallTimings,
+};
 pub use size_counts::{PercolatingCluster, SizeCounts};
 pub use sw_chain::CudaSwendsenWang;
 
@@ -287,26 +289,51 @@ impl CudaBackend {
         self.engine.prepare(&job)?;
         st.pin_in.ensure(in_bytes)?;
         st.pin_out.ensure(out_bytes)?;
+        let timed = runtime::timings::enabled();
+        let staging = std::time::Instant::now();
         match input {
             Input::U8(a) => fill_rows(a, st.pin_in.slice_mut(n)),
             Input::U16(a) => fill_rows(a, st.pin_in.slice_mut(n)),
             Input::U32(a) => fill_rows(a, st.pin_in.slice_mut(n)),
         }
-        let stream = self.engine.gpu.stream.cu_stream();
+        let mut staged = staging.elapsed();
+        let gpu_stream = self.engine.gpu.stream.clone();
+        let event = |on: bool| -> Result<Option<cudarc::driver::CudaEvent>> {
+            on.then(|| {
+                gpu_stream
+                    .record_event(Some(cudarc::driver::sys::CUevent_flags::CU_EVENT_DEFAULT))
+                    .map_err(|e| cuda_err("recording a timing event", e))
+            })
+            .transpose()
+        };
+        let stream = gpu_stream.cu_stream();
+        let e0 = event(timed)?;
         // SAFETY: the pinned buffers hold in_bytes / out_bytes and stay alive and untouched until
         // the synchronisation in `count` below; the device buffers are at least as large.
         unsafe {
             dres::memcpy_htod_async(st.dev_in.ptr, st.pin_in.slice_mut::<u8>(in_bytes), stream)
                 .map_err(|e| cuda_err("copying the lattice to the GPU", e))?;
         }
+        let e1 = event(timed)?;
         self.engine.run(&job, st.dev_in.ptr, st.dev_out.ptr)?;
+        let e2 = event(timed)?;
         // SAFETY: as above.
         unsafe {
             dres::memcpy_dtoh_async(st.pin_out.slice_mut::<u32>(n), st.dev_out.ptr, stream)
                 .map_err(|e| cuda_err("copying the labels from the GPU", e))?;
         }
+        let e3 = event(timed)?;
         let count = self.engine.count()?;
+        let staging = std::time::Instant::now();
         copy_rows(st.pin_out.slice_mut::<u32>(n), &mut out);
+        staged += staging.elapsed();
+        if let (Some(e0), Some(e1), Some(e2), Some(e3)) = (e0, e1, e2, e3) {
+            let ms = |a: &cudarc::driver::CudaEvent, b| {
+                a.elapsed_ms(b)
+                    .map_err(|e| cuda_err("reading a timing event", e))
+            };
+            runtime::timings::add(staged, ms(&e0, &e1)?, ms(&e1, &e2)?, ms(&e2, &e3)?);
+        }
         Ok(count)
     }
 }

@@ -4,6 +4,7 @@ use crate::args::{
     check_not_input, check_output_folder, library, mode, parse_backend, print_json, print_stdout,
     LatticeArgs, OutputArgs, Stage,
 };
+use crate::timings::Timings;
 use anyhow::Result;
 use clap::Args;
 use clusterlab::io::{self, Format, LabelMeta};
@@ -80,6 +81,13 @@ pub struct LabelArgs {
     /// frame (frame, clusters, largest, largest_fraction, occupied, occupied_fraction, time_ms).
     #[arg(long)]
     pub json: bool,
+
+    /// Print where the time went to stderr (and, with --json, under "timings"): read, open (the
+    /// backend), label — on a GPU split into compile (kernels: compiled or read from the on-disk
+    /// cache), staging (host copies into and out of pinned memory), upload, kernels, download —
+    /// write and total, in milliseconds. 2-D lattices only.
+    #[arg(long, conflicts_with = "frames")]
+    pub timings: bool,
 }
 
 pub fn run(args: LabelArgs) -> Result<()> {
@@ -98,19 +106,23 @@ pub fn run(args: LabelArgs) -> Result<()> {
     }
 
     let stage = Stage::new(args.out.quiet || args.json);
+    let mut clock = Timings::start(args.timings);
     stage.set(format!("reading {}", args.input.display()));
     let lattice = io::read_lattice(&args.input, l.dataset.as_deref())?;
     let (h, w) = lattice.dim();
+    clock.lap("read");
 
     let mut labeler = Labeler::new(l.connectivity, l.boundary)
         .segments(l.segments)
         .algorithm(args.algorithm)
         .parallelism(l.parallelism())
         .backend(args.backend)?;
+    clock.lap("open");
     stage.set(format!("labeling {h}x{w} lattice"));
     let start = Instant::now();
     let labels = lattice.label_with(&mut labeler)?;
     let elapsed = start.elapsed();
+    clock.lap("label");
 
     if args.append {
         stage.set(format!("adding the labels to {}", args.input.display()));
@@ -140,7 +152,9 @@ pub fn run(args: LabelArgs) -> Result<()> {
             &args.out.write_options(),
         )?;
     }
+    clock.lap("write");
     drop(stage);
+    let timings = clock.finish();
 
     let sizes = labels.sizes();
     let sites = (h * w) as f64;
@@ -149,7 +163,7 @@ pub fn run(args: LabelArgs) -> Result<()> {
     let fraction = |n: u64| if sites > 0.0 { n as f64 / sites } else { 0.0 };
     let output = crate::stack::output_name(&args);
     if args.json {
-        print_json(&serde_json::json!({
+        let mut doc = serde_json::json!({
             "command": "label",
             "input": args.input.display().to_string(),
             "dtype": lattice.dtype(),
@@ -167,7 +181,11 @@ pub fn run(args: LabelArgs) -> Result<()> {
             "occupied_fraction": fraction(occupied),
             "time_ms": elapsed.as_secs_f64() * 1e3,
             "output": output,
-        }));
+        });
+        if let Some(t) = timings {
+            doc["timings"] = t;
+        }
+        print_json(&doc);
     } else if !args.out.quiet {
         let summary = format!(
             "input      {} ({h}x{w} {})\n\

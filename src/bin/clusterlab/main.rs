@@ -16,6 +16,7 @@ mod plot;
 #[cfg(feature = "plot")]
 mod plot_data;
 mod stack;
+mod timings;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

@@ -10,9 +10,11 @@ pub(crate) mod driver;
 pub(crate) mod launch;
 pub(crate) mod modules;
 pub(crate) mod nvrtc;
+pub(crate) mod timings;
 
 pub(crate) use buffers::{DevBuf, PinnedBuf};
 pub(crate) use driver::{cuda_err, open_context, Gpu};
 pub(crate) use launch::kernel_args;
 pub use modules::{compile_stats, CompileStats};
 pub(crate) use modules::{Module, ModuleSpec};
+pub use timings::{host_call_timings, record_timings, HostCallTimings};
