@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds (release) what runs on the GPU machine and copies it to .device-bin/ with stable names:
-#   .device-bin/test-<name>      every integration test binary that has GPU tests (tests/gpu*.rs,
-#                                tests/labeling.rs, tests/regions.rs), run there with --ignored
+#   .device-bin/test-<name>      every integration test binary that has GPU tests (those that
+#                                say "needs a CUDA device"), run there with --ignored
+#   .device-bin/clusterlab       the command-line tool
 #   .device-bin/gpu_timing       benches/gpu_timing.rs (per-algorithm timings at 16384²)
 #   .device-bin/gpu_analysis_timing  benches/gpu_analysis.rs
 #   .device-bin/cpu_vs_peers     the CPU benchmark against OpenCV and scipy
@@ -33,13 +34,20 @@ copy() {
     fi
     cp "$out" ".device-bin/$dest"
 }
-for t in gpu gpu_analysis labeling regions; do
-    if [ -f "tests/$t.rs" ]; then copy "$t" "test-$t" test --release --features cuda --test "$t" --no-run; fi
+# Every integration test with GPU tests (they carry #[ignore = "needs a CUDA device"]).
+for f in tests/*.rs; do
+    t=$(basename "$f" .rs)
+    if grep -q 'needs a CUDA device' "$f"; then
+        copy "$t" "test-$t" test --release --features cuda --test "$t" --no-run
+    fi
 done
+copy clusterlab clusterlab build --release
 # Bench targets, by the names scripts/gpu-run.sh and scripts/device-bench.sh run them under.
 for pair in cpu_vs_peers:cpu_vs_peers gpu_vs_peers:gpu_vs_peers gpu_timing:gpu_timing \
-    gpu_analysis:gpu_analysis_timing; do
-    copy "${pair%%:*}" "${pair##*:}" bench --bench "${pair%%:*}" --no-run
+    gpu_analysis:gpu_analysis_timing swendsen_wang_gpu:swendsen_wang_gpu fixed_p:fixed_p; do
+    if [ -f "benches/${pair%%:*}.rs" ]; then
+        copy "${pair%%:*}" "${pair##*:}" bench --bench "${pair%%:*}" --no-run
+    fi
 done
 cp scripts/gpu-run.sh .device-bin/
 pwd > .device-bin/built-in
