@@ -52,13 +52,12 @@ mod ha4;
 mod label_equivalence;
 mod regions;
 mod runtime;
-mod size_counts;
 mod tile_merge;
 
+pub use crate::core::size_counts::{PercolatingCluster, SizeCounts};
 pub use analyzer::CudaAnalyzer;
 pub use cudarc;
 pub use regions::CudaRegionGrower;
-pub use size_counts::{PercolatingCluster, SizeCounts};
 
 use crate::core::backend::LabelBackend;
 use crate::core::lattice::Input;
@@ -186,6 +185,8 @@ pub(crate) struct CudaBackend {
     engine: Engine,
     staging: HostStaging,
     ordinal: usize,
+    /// The GPU analyzer behind [`LabelBackend::size_counts`], made on first use.
+    analyzer: Option<CudaAnalyzer>,
 }
 
 impl CudaBackend {
@@ -208,6 +209,7 @@ impl CudaBackend {
             engine: Engine::new(gpu),
             staging,
             ordinal,
+            analyzer: None,
         }
     }
 
@@ -340,6 +342,10 @@ impl LabelBackend for CudaBackend {
         out: ArrayViewMut2<'_, u32>,
     ) -> Result<usize> {
         self.label_numbered(input, spec, Numbering::Canonical, out)
+    }
+
+    fn size_counts(&mut self, input: Input<'_>, spec: &Spec, out: &mut SizeCounts) -> Result<()> {
+        analyzer::size_counts_into(&mut self.analyzer, self.ordinal, input, spec, out)
     }
 }
 
