@@ -87,8 +87,10 @@ fn size_counts_into_allocates_nothing_after_warm_up() {
                     clusters += counts.clusters();
                 }
                 let after = ALLOCATIONS.load(Relaxed);
-                // A thread pool's own bookkeeping (rayon's job queues) may allocate: only the
-                // sequential case is held to zero, the pool to a few per call at most.
+                // A thread pool's own bookkeeping may allocate: rayon's work-stealing deques
+                // free memory through crossbeam-epoch, which seals a garbage bag (one
+                // allocation) every 128 pins — seen here at calls 61, 124 and 187, 3 in 240.
+                // So the sequential case is held to zero, the pool to one in 32 calls.
                 let calls = lattices.len();
                 match parallelism {
                     Parallelism::Sequential => assert_eq!(
@@ -97,7 +99,7 @@ fn size_counts_into_allocates_nothing_after_warm_up() {
                         "{c:?} {b:?}: allocations over {calls} calls"
                     ),
                     _ => assert!(
-                        after - before <= calls,
+                        after - before <= calls / 32,
                         "{c:?} {b:?} {parallelism:?}: {} allocations over {calls} calls",
                         after - before
                     ),

@@ -1,10 +1,10 @@
 //! Cluster-size counts on the CPU without a label image: the strip labeler's union-find forest
 //! of runs, with open boundaries, and the sizes read off it.
 //!
-//! Each strip, in the task that built its local forest, walks its runs once in label order
-//! (parents precede children): a run's length comes from popcounts between run starts, and is
-//! added to its root, whose parent is already final, so the pass also compresses every path to
-//! one step. The strip's roots are then its local sets: a set that touches no lattice edge and no
+//! Each strip, in the task that built its local forest, finds its runs' lengths (popcounts
+//! between run starts) and sums each run into its parent from the last run back: parents
+//! precede their children, so a root's sum is its set's size when the walk reaches it, with no
+//! root search. The strip's roots are its local sets: a set that touches no lattice edge and no
 //! strip seam is a whole cluster that neither wraps nor spans, and goes straight into the strip's
 //! histogram. The few others (`O(w)` per strip, `O(h)` on the side edges) are gathered after the
 //! seams are merged: sets of one root are summed into one *node* per open-boundary piece, with
@@ -14,7 +14,7 @@
 //! no raster numbering is made: counting costs less than labeling.
 
 use super::strips::{self, row_at, Row, Strip};
-use super::union_find::find;
+use super::union_find::{find, find_readonly};
 use crate::core::bits::{words, WORD};
 use crate::core::size_counts::{PercolatingCluster, SizeCounts};
 use crate::measure::wrapping::{Joined, WRAP_X, WRAP_Y};
@@ -35,11 +35,14 @@ const SEAM: u8 = 16;
 /// One strip's counts, kept between calls.
 #[derive(Default)]
 pub(crate) struct StripCounts {
-    /// Per local run: at a root, its set's size.
+    /// Per local run: its length, then the sites of the runs below it in the forest.
     size: Vec<u32>,
-    /// Per local run: at a root, the edges its set touches.
-    flags: Vec<u8>,
-    /// `(local root, size, edges)` of the sets on an edge or seam.
+    /// One bit per local run: set at the roots of the sets on an edge or seam (cleared again
+    /// after each call, so that only its set bits are ever written).
+    listed: Vec<u64>,
+    /// `(local root, size, edges)` of the sets on an edge or seam: one entry per edge run whose
+    /// root differs from the entry before; the first entry of a root carries its size, the
+    /// others 0.
     special: Vec<(u32, u32, u8)>,
     /// `hist[s]`: whole clusters of `s ≤ DENSE` sites.
     hist: Vec<u32>,
@@ -272,62 +275,34 @@ fn edge_index((h, w): (usize, usize), (y, x): (usize, usize)) -> usize {
     }
 }
 
-/// One strip, right after its local forest: run lengths summed into the roots (compressing
-/// every path to one step), the sets off every edge and seam into the histogram, the others
-/// listed.
+/// One strip, right after its local forest: every run's length, summed into its parent from
+/// the last run back (parents precede their children, so a run's sum is complete when it is
+/// reached: at a root, its set's size), the sets on an edge or seam listed, the others (whole
+/// clusters that neither wrap nor span) into the histogram. Three streaming passes over the
+/// runs, no root searches but the edges'.
 fn count_strip(s: &mut Strip, c: &mut StripCounts, h: usize, w: usize) {
     let nw = words(w);
     let runs = s.parent.len();
-    // Only roots' entries are read, and each is written before it is added to.
     if c.size.len() < runs {
         c.size.resize(runs, 0);
-        c.flags.resize(runs, 0);
+    }
+    if c.listed.len() < runs.div_ceil(64) {
+        c.listed.resize(runs.div_ceil(64), 0);
     }
     c.hist.clear();
     c.hist.resize(DENSE + 1, 0);
     c.tail.clear();
     c.tail.reserve(s.rows * w / (DENSE + 1) + 1);
     c.special.clear();
-    c.special.reserve(2 * (w + s.rows));
-    let (parent, size, flags) = (&mut s.parent[..], &mut c.size[..], &mut c.flags[..]);
-    let mut add = |x: usize, len: u32, f: u8| {
-        let p = parent[x] as usize;
-        if p == x {
-            size[x] = len;
-            flags[x] = f;
-        } else {
-            // `p` precedes `x`: its parent is already its root.
-            let r = parent[p];
-            parent[x] = r;
-            size[r as usize] += len;
-            flags[r as usize] |= f;
-        }
-    };
-    let last_word = (w - 1) / WORD;
+    c.special.reserve(4 * (w + s.rows));
+    let size = &mut c.size[..runs];
     for r in 0..s.rows {
         let (base, nr) = (s.row_base[r] as usize, s.row_runs[r] as usize);
         if nr == 0 {
             continue;
         }
-        let y = s.y0 + r;
         let occ = &s.occ[r * nw..(r + 1) * nw];
         let starts = &s.starts[r * nw..(r + 1) * nw];
-        let mut row_flag = 0;
-        if r == 0 {
-            row_flag |= if y == 0 { Y0 } else { SEAM };
-        }
-        if r == s.rows - 1 {
-            row_flag |= if y == h - 1 { Y1 } else { SEAM };
-        }
-        let first = if occ[0] & 1 != 0 { X0 } else { 0 };
-        let last = if occ[last_word] >> ((w - 1) % WORD) & 1 != 0 {
-            X1
-        } else {
-            0
-        };
-        let edge = |x: usize| {
-            row_flag | if x == base { first } else { 0 } | if x == base + nr - 1 { last } else { 0 }
-        };
         // A run's length: the occupied sites from its start to the next run's.
         let (mut x, mut at, mut cum) = (base, 0u32, 0u32);
         let mut started = false;
@@ -337,7 +312,7 @@ fn count_strip(s: &mut Strip, c: &mut StripCounts, h: usize, w: usize) {
                 let j = st.trailing_zeros();
                 let p = cum + (o & ((1u64 << j) - 1)).count_ones();
                 if started {
-                    add(x, p - at, edge(x));
+                    size[x] = p - at;
                     x += 1;
                 }
                 (started, at) = (true, p);
@@ -345,20 +320,71 @@ fn count_strip(s: &mut Strip, c: &mut StripCounts, h: usize, w: usize) {
             }
             cum += o.count_ones();
         }
-        add(x, cum - at, edge(x));
+        size[x] = cum - at;
     }
-    for (x, &p) in s.parent.iter().enumerate() {
-        if p as usize == x {
-            let (sz, f) = (c.size[x], c.flags[x]);
-            if f == 0 {
-                if sz as usize <= DENSE {
-                    c.hist[sz as usize] += 1;
-                } else {
-                    c.tail.push(u64::from(sz));
-                }
+
+    // The sets on the lattice's edges and the strip's seams: the roots of the runs there.
+    let (parent, special, listed) = (&s.parent[..], &mut c.special, &mut c.listed[..]);
+    let mut mark = |x: usize, f: u8| {
+        let r = find_readonly(parent, x as u32);
+        if special
+            .last()
+            .is_some_and(|&(l, _, g)| l == r && g & f == f)
+        {
+            return;
+        }
+        let (i, b) = (r as usize / 64, 1u64 << (r % 64));
+        // The first entry of a root will carry its size.
+        let first = listed[i] & b == 0;
+        listed[i] |= b;
+        special.push((r, u32::from(first), f));
+    };
+    let last_word = (w - 1) / WORD;
+    for r in 0..s.rows {
+        let (base, nr) = (s.row_base[r] as usize, s.row_runs[r] as usize);
+        if nr == 0 {
+            continue;
+        }
+        let y = s.y0 + r;
+        let mut f = 0;
+        if r == 0 {
+            f |= if y == 0 { Y0 } else { SEAM };
+        }
+        if r == s.rows - 1 {
+            f |= if y == h - 1 { Y1 } else { SEAM };
+        }
+        if f != 0 {
+            (base..base + nr).for_each(|x| mark(x, f));
+        }
+        let occ = &s.occ[r * nw..(r + 1) * nw];
+        if occ[0] & 1 != 0 {
+            mark(base, X0);
+        }
+        if occ[last_word] >> ((w - 1) % WORD) & 1 != 0 {
+            mark(base + nr - 1, X1);
+        }
+    }
+
+    // Sums into parents, from the last run back; a root's sum is final when it is reached.
+    let listed = &c.listed[..];
+    let (hist, tail) = (&mut c.hist, &mut c.tail);
+    for x in (0..runs).rev() {
+        let p = parent[x] as usize;
+        let sz = size[x];
+        // Without a branch (a root adds nothing to itself): roots come at random.
+        size[p] += if p == x { 0 } else { sz };
+        if p == x && listed[x / 64] >> (x % 64) & 1 == 0 {
+            if sz as usize <= DENSE {
+                hist[sz as usize] += 1;
             } else {
-                c.special.push((x as u32, sz, f));
+                tail.push(u64::from(sz));
             }
         }
+    }
+    for e in c.special.iter_mut() {
+        if e.1 != 0 {
+            e.1 = size[e.0 as usize];
+        }
+        c.listed[e.0 as usize / 64] = 0;
     }
 }
