@@ -8,6 +8,9 @@
 //! cluster, mean cluster size `S`, `P∞`, wrapping flags) and [`ClusterTable::size_distribution`]
 //! the `n_s`. Tables are written as CSV or HDF5 ([`ClusterTable::write_csv`],
 //! [`ClusterTable::write_hdf5`]).
+//! For a simulation loop that wants only those per-lattice numbers every step,
+//! [`Analyzer::size_counts_into`] (or `Labeler::size_counts_into`) fills a reused
+//! [`SizeCounts`] without a table or a label image, in less time than labeling.
 //!
 //! # Definitions
 //! Following `CONVENTIONS.md`; "outside a cluster" means every site not in it (in occupancy
