@@ -10,7 +10,7 @@
 //! [`ClusterTable::write_hdf5`]).
 //! For a simulation loop that wants only those per-lattice numbers every step,
 //! [`Analyzer::size_counts_into`] (or `Labeler::size_counts_into`) fills a reused
-//! [`SizeCounts`] without a table or a label image, in less time than labeling.
+//! [`SizeCounts`] without a table or a label image, in about the time of labeling.
 //!
 //! # Definitions
 //! Following `CONVENTIONS.md`; "outside a cluster" means every site not in it (in occupancy

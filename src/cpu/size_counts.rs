@@ -10,8 +10,8 @@
 //! seams are merged: sets of one root are summed into one *node* per open-boundary piece, with
 //! the edges it touches. On periodic axes the nodes are joined across the wrapping edges by the
 //! winding union-find of [`Joined`] (the analysis's own, fed with the nodes of the edge sites),
-//! which says which clusters wrap. So no site is visited twice, nothing is written per site, and
-//! no raster numbering is made: counting costs less than labeling.
+//! which says which clusters wrap. So the lattice is read once, nothing is written per site, and
+//! no raster numbering is made (about labeling's time or less: `benches/size_counts.rs`).
 
 use super::strips::{self, row_at, Row, Strip};
 use super::union_find::{find, find_readonly};
