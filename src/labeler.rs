@@ -223,7 +223,7 @@ impl Labeler {
     ///
     /// let mut labeler = Labeler::new(Connectivity::Four, Boundary::Periodic);
     /// let mut counts = SizeCounts::new();
-    /// let lattice = array![[1u8, 1, 1], [0, 0, 0], [1, 0, 0]];
+    /// let lattice = array![[1u8, 1, 1], [0, 0, 0], [0, 1, 0], [0, 0, 0]];
     /// labeler.size_counts_into(lattice.view(), &mut counts)?;
     /// assert_eq!(counts.counts, vec![(1, 1), (3, 1)]); // one single site, one row of 3
     /// assert!(counts.wraps_x() && !counts.wraps_y()); // the row winds around x
