@@ -79,7 +79,7 @@ pub use crate::core::error::{Error, Result};
 pub use crate::core::labels::Labels;
 pub use crate::core::lattice::{Boundary, Connectivity, SiteValue, MAX_SITES};
 pub use crate::core::options::{Algorithm, Backend, Options, Parallelism, MAX_THREADS};
-pub use analysis::{analyze, measure, Analyzer};
+pub use analysis::{analyze, measure, Analyzer, PercolatingCluster, SizeCounts};
 pub use labeler::Labeler;
 pub use measure::size_distribution::SizeDistribution;
 pub use measure::stats::{LatticeStats, Percolating};

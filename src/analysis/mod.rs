@@ -8,6 +8,9 @@
 //! cluster, mean cluster size `S`, `P∞`, wrapping flags) and [`ClusterTable::size_distribution`]
 //! the `n_s`. Tables are written as CSV or HDF5 ([`ClusterTable::write_csv`],
 //! [`ClusterTable::write_hdf5`]).
+//! For a simulation loop that wants only those per-lattice numbers every step,
+//! [`Analyzer::size_counts_into`] (or `Labeler::size_counts_into`) fills a reused
+//! [`SizeCounts`] without a table or a label image, in about the time of labeling.
 //!
 //! # Definitions
 //! Following `CONVENTIONS.md`; "outside a cluster" means every site not in it (in occupancy
@@ -111,8 +114,9 @@
 //! Sums of coordinates and of their squares are exact integers (the squares in 96 bits); the
 //! centroid and the radius of gyration are computed from them in `f64` at the end.
 
+pub use crate::core::size_counts::{PercolatingCluster, SizeCounts};
 #[cfg(feature = "cuda")]
-pub use crate::cuda::{CudaAnalyzer, PercolatingCluster, SizeCounts};
+pub use crate::cuda::CudaAnalyzer;
 mod measure;
 
 pub use crate::measure::columns::{
@@ -125,6 +129,7 @@ pub use crate::measure::Measures;
 pub use measure::measure;
 
 use crate::core::backend::LabelBackend;
+use crate::core::lattice::check_size;
 use crate::cpu::analysis::CpuAnalysis;
 use crate::cpu::pool::CpuPool;
 use crate::cuda::CudaAnalyzer as GpuAnalyzer;
@@ -337,6 +342,48 @@ impl Analyzer {
         } else {
             None
         }
+    }
+
+    /// The size counts of `lattice` (nonzero = occupied, or segment values) into `counts`, as
+    /// [`Labeler::size_counts_into`](crate::Labeler::size_counts_into) gives them, with this
+    /// analyzer's connectivity, boundary, segments, threads and backend: the per-lattice numbers
+    /// of [`ClusterTable::stats`] and `n_s` without the table, for a simulation step.
+    ///
+    /// ```
+    /// use clusterlab::{Analyzer, Boundary, Connectivity, SizeCounts};
+    /// use ndarray::array;
+    ///
+    /// let mut analyzer = Analyzer::new(Connectivity::Four, Boundary::Open);
+    /// let mut counts = SizeCounts::new();
+    /// let lattice = array![[1u8, 1, 1], [0, 0, 0], [1, 0, 1]];
+    /// analyzer.size_counts_into(lattice.view(), &mut counts)?;
+    /// let stats = analyzer.analyze(lattice.view())?.stats();
+    /// assert_eq!((counts.clusters(), counts.largest()), (stats.clusters, stats.largest));
+    /// assert_eq!((counts.spans_x(), counts.mean_size()), (stats.spans_x, stats.mean_size));
+    /// # Ok::<(), clusterlab::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Labeler::size_counts_into`](crate::Labeler::size_counts_into).
+    pub fn size_counts_into<T: SiteValue>(
+        &mut self,
+        lattice: ArrayView2<'_, T>,
+        counts: &mut SizeCounts,
+    ) -> Result<()> {
+        check_size(lattice.nrows(), lattice.ncols())?;
+        // The backends take contiguous rows.
+        let copy;
+        let lattice = if lattice.ncols() <= 1 || lattice.strides()[1] == 1 {
+            lattice
+        } else {
+            copy = lattice.as_standard_layout().into_owned();
+            copy.view()
+        };
+        let spec = self.options.spec();
+        let pool = self.pool.clone();
+        self.ensure_labeler()?;
+        let labeler = self.labeler.as_deref_mut().expect("ensured above");
+        pool.install(|_| labeler.size_counts(T::input(lattice), &spec, counts))?
     }
 
     /// The cluster table and the labels of `lattice`.

@@ -3,6 +3,7 @@
 use super::bonds::PackedBonds;
 use super::lattice::Input;
 use super::options::Spec;
+use super::size_counts::SizeCounts;
 use crate::{Error, Result};
 use ndarray::ArrayViewMut2;
 
@@ -40,5 +41,19 @@ pub(crate) trait LabelBackend {
         _out: ArrayViewMut2<'_, u32>,
     ) -> Result<Option<usize>> {
         Ok(None)
+    }
+
+    /// Counts the clusters of `input` by size into `out` (cleared first), with the clusters
+    /// that wrap or span, without writing labels. Backends without it say so.
+    fn size_counts(
+        &mut self,
+        _input: Input<'_>,
+        _spec: &Spec,
+        _out: &mut SizeCounts,
+    ) -> Result<()> {
+        Err(Error::InvalidArgument(format!(
+            "size counts are not on the {} backend",
+            self.name()
+        )))
     }
 }

@@ -14,4 +14,5 @@ pub(crate) mod lattice;
 pub(crate) mod options;
 pub(crate) mod region;
 pub(crate) mod rule;
+pub(crate) mod size_counts;
 pub(crate) mod sweep;

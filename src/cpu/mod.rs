@@ -9,6 +9,7 @@ pub(crate) mod bfs;
 pub(crate) mod hoshen_kopelman;
 pub(crate) mod pool;
 pub(crate) mod regions;
+pub(crate) mod size_counts;
 pub(crate) mod strips;
 pub(crate) mod union_find;
 
@@ -17,6 +18,7 @@ use crate::core::bonds::{Bonds, PackedBonds};
 use crate::core::lattice::{Boundary, Connectivity, Input, SiteValue};
 use crate::core::options::Spec;
 use crate::core::rule::{JoinRule, Occupancy, Segments};
+use crate::core::size_counts::SizeCounts;
 use crate::{Algorithm, Error, Result};
 use ndarray::{ArrayView2, ArrayViewMut2};
 use pool::CpuPool;
@@ -55,6 +57,7 @@ pub(crate) struct CpuBackend {
     queue: VecDeque<(usize, usize)>,
     hk: hoshen_kopelman::Scratch,
     strips: strips::Scratch,
+    counts: size_counts::Scratch,
 }
 
 impl CpuBackend {
@@ -64,6 +67,7 @@ impl CpuBackend {
             queue: VecDeque::new(),
             hk: Default::default(),
             strips: Default::default(),
+            counts: Default::default(),
         }
     }
 
@@ -85,6 +89,29 @@ impl CpuBackend {
             other => Err(Error::InvalidArgument(format!(
                 "algorithm {other:?} is not available on the CPU backend"
             ))),
+        }
+    }
+
+    /// Size counts with the strip labeler's forest, whatever `spec.algorithm` (the counts do not
+    /// depend on it).
+    fn count<R: JoinRule>(&mut self, rule: &R, spec: &Spec, out: &mut SizeCounts) -> Result<()> {
+        let (c, b) = (spec.connectivity, spec.boundary);
+        let (forest, scratch) = (&mut self.strips, &mut self.counts);
+        self.pool.install(|threads| {
+            size_counts::count(rule, c, b, threads, forest, scratch, out);
+        })
+    }
+
+    fn count_values<T: SiteValue>(
+        &mut self,
+        lattice: ArrayView2<'_, T>,
+        spec: &Spec,
+        out: &mut SizeCounts,
+    ) -> Result<()> {
+        if spec.segments {
+            self.count(&Segments { lattice }, spec, out)
+        } else {
+            self.count(&Occupancy { lattice }, spec, out)
         }
     }
 
@@ -118,6 +145,15 @@ impl LabelBackend for CpuBackend {
             Input::U8(a) => self.dispatch(a, spec, out),
             Input::U16(a) => self.dispatch(a, spec, out),
             Input::U32(a) => self.dispatch(a, spec, out),
+        }
+    }
+
+    fn size_counts(&mut self, input: Input<'_>, spec: &Spec, out: &mut SizeCounts) -> Result<()> {
+        self.pool.parallelism().check()?;
+        match input {
+            Input::U8(a) => self.count_values(a, spec, out),
+            Input::U16(a) => self.count_values(a, spec, out),
+            Input::U32(a) => self.count_values(a, spec, out),
         }
     }
 

@@ -52,20 +52,20 @@ impl RowTemps {
 
 /// One horizontal strip: its rows' masks and its local union-find forest.
 #[derive(Default)]
-struct Strip {
-    y0: usize,
-    rows: usize,
+pub(super) struct Strip {
+    pub(super) y0: usize,
+    pub(super) rows: usize,
     /// Occupancy bits, `rows × words(w)`.
-    occ: Vec<u64>,
+    pub(super) occ: Vec<u64>,
     /// Run-start bits (occupied and not joined to the left neighbour).
-    starts: Vec<u64>,
+    pub(super) starts: Vec<u64>,
     /// Local label of each row's first run, and the row's number of runs.
-    row_base: Vec<u32>,
-    row_runs: Vec<u32>,
+    pub(super) row_base: Vec<u32>,
+    pub(super) row_runs: Vec<u32>,
     /// Local union-find forest over the strip's runs.
-    parent: Vec<u32>,
+    pub(super) parent: Vec<u32>,
     /// Global label of the strip's first run.
-    offset: u32,
+    pub(super) offset: u32,
     /// Roots among the strip's runs, and the number before the strip's first root.
     roots: u32,
     first_number: u32,
@@ -74,17 +74,18 @@ struct Strip {
 
 /// A row as the merge sees it.
 #[derive(Clone, Copy)]
-struct Row<'a> {
-    y: usize,
-    occ: &'a [u64],
-    starts: &'a [u64],
+pub(super) struct Row<'a> {
+    pub(super) y: usize,
+    pub(super) occ: &'a [u64],
+    pub(super) starts: &'a [u64],
     /// Label of the row's first run.
-    base: u32,
-    runs: u32,
+    pub(super) base: u32,
+    pub(super) runs: u32,
 }
 
 impl Strip {
-    fn row(&self, r: usize, nw: usize) -> Row<'_> {
+    /// Row `r` of the strip (run labels global once the strips' offsets are set).
+    pub(super) fn row(&self, r: usize, nw: usize) -> Row<'_> {
         Row {
             y: self.y0 + r,
             occ: &self.occ[r * nw..(r + 1) * nw],
@@ -98,9 +99,9 @@ impl Strip {
 /// The strip labeler's buffers, kept between calls so that a reused labeler does not allocate.
 #[derive(Default)]
 pub(crate) struct Scratch {
-    strips: Vec<Strip>,
+    pub(super) strips: Vec<Strip>,
     /// Global union-find forest (the strips' forests, concatenated).
-    parent: Vec<u32>,
+    pub(super) parent: Vec<u32>,
     /// `number[1 + label]`: the final cluster number of each run; `number[0]` is 0.
     number: Vec<AtomicU32>,
     seam: RowTemps,
@@ -255,26 +256,105 @@ pub(crate) fn label<R: JoinRule>(
     scratch: &mut Scratch,
     mut out: ArrayViewMut2<'_, u32>,
 ) -> usize {
+    let w = rule.dim().1;
+    let chunk = forest(
+        rule,
+        connectivity,
+        boundary,
+        strips,
+        scratch,
+        &mut Vec::<()>::new(),
+        |_, _| {},
+    );
+    if chunk == 0 {
+        return 0;
+    }
+    let nw = words(w);
+    let n = scratch.parent.len();
+    let nstrips = scratch.strips.len();
+    let Scratch {
+        strips,
+        parent,
+        number,
+        ..
+    } = scratch;
+
+    // Number the roots in raster order.
+    number.resize_with(n + 1, || AtomicU32::new(0));
+    let count = if nstrips == 1 {
+        let nums = as_mut_u32(number);
+        nums[0] = 0;
+        number_roots(parent, nums, 1)
+    } else {
+        number_parallel(strips, parent, number)
+    };
+
+    // Write each site's label from its run's number.
+    out.axis_chunks_iter_mut(Axis(0), chunk)
+        .into_par_iter()
+        .zip(strips.par_iter())
+        .for_each(|(mut rows, s)| {
+            for (r, mut out_row) in rows.axis_iter_mut(Axis(0)).enumerate() {
+                let row = s.row(r, nw);
+                match out_row.as_slice_mut() {
+                    Some(dst) => write_row(&row, number, dst),
+                    None => {
+                        let mut tmp = vec![0u32; w];
+                        write_row(&row, number, &mut tmp);
+                        out_row.iter_mut().zip(&tmp).for_each(|(d, &v)| *d = v);
+                    }
+                }
+            }
+        });
+    scratch.restore();
+    count as usize
+}
+
+/// The rows per strip for `strips` strips of an `h`-row lattice (strips of at least 16 rows:
+/// thinner ones cost more in seams than they gain).
+fn strip_rows(h: usize, strips: usize) -> usize {
+    h.div_ceil(strips.clamp(1, h.div_ceil(16).max(1)))
+}
+
+/// The union-find forest of the lattice's runs, the labeling's first phases: the strips' masks,
+/// runs and local forests in parallel — each strip then handed, in the same task and with its
+/// run labels still strip-local, to `per_strip` with its own `extras` entry — then the forests
+/// concatenated into `scratch.parent` (strip `k`'s runs shifted by its `offset`), the seams
+/// merged, and the wrapping edges that `boundary` asks for. Returns the rows per strip, 0 for an
+/// empty lattice. Call [`Scratch::restore`] when done with the forest.
+pub(super) fn forest<R: JoinRule, X: Default + Send>(
+    rule: &R,
+    connectivity: Connectivity,
+    boundary: Boundary,
+    strips: usize,
+    scratch: &mut Scratch,
+    extras: &mut Vec<X>,
+    per_strip: impl Fn(&mut Strip, &mut X) + Sync,
+) -> usize {
     let (h, w) = rule.dim();
     if h == 0 || w == 0 {
         return 0;
     }
     let eight = connectivity == Connectivity::Eight;
     let nw = words(w);
-    // Strips of at least 16 rows: thinner ones cost more in seams than they gain.
-    let chunk = h.div_ceil(strips.clamp(1, h.div_ceil(16).max(1)));
+    let chunk = strip_rows(h, strips);
     let nstrips = h.div_ceil(chunk);
     scratch.strips.resize_with(nstrips, Strip::default);
     for (k, s) in scratch.strips.iter_mut().enumerate() {
         s.y0 = k * chunk;
         s.rows = chunk.min(h - s.y0);
     }
+    extras.resize_with(nstrips, X::default);
 
     // Phase 1: strips in parallel.
     scratch
         .strips
         .par_iter_mut()
-        .for_each(|s| label_strip(rule, eight, s, nw));
+        .zip(extras.par_iter_mut())
+        .for_each(|(s, x)| {
+            label_strip(rule, eight, s, nw);
+            per_strip(s, x);
+        });
 
     // Concatenate the forests, shifting each strip's labels by its offset.
     let mut total = 0u32;
@@ -286,8 +366,8 @@ pub(crate) fn label<R: JoinRule>(
     let Scratch {
         strips,
         parent,
-        number,
         seam,
+        ..
     } = scratch;
     if nstrips == 1 {
         std::mem::swap(parent, &mut strips[0].parent);
@@ -297,10 +377,7 @@ pub(crate) fn label<R: JoinRule>(
     }
 
     // Seams between strips, then the wrapping edges.
-    let row_of = |y: usize| {
-        let (k, r) = locate(y, chunk);
-        strips[k].row(r, nw)
-    };
+    let row_of = |y: usize| row_at(strips, chunk, nw, y);
     for s in &strips[1..] {
         let y = s.y0;
         merge_rows(rule, eight, row_of(y), row_of(y - 1), seam, |a, b| {
@@ -336,38 +413,23 @@ pub(crate) fn label<R: JoinRule>(
             }
         }
     }
+    chunk
+}
 
-    // Number the roots in raster order.
-    number.resize_with(n + 1, || AtomicU32::new(0));
-    let count = if nstrips == 1 {
-        let nums = as_mut_u32(number);
-        nums[0] = 0;
-        number_roots(parent, nums, 1)
-    } else {
-        number_parallel(strips, parent, number)
-    };
+/// Lattice row `y` of strips of `chunk` rows, with global run labels.
+pub(super) fn row_at(strips: &[Strip], chunk: usize, nw: usize, y: usize) -> Row<'_> {
+    let (k, r) = locate(y, chunk);
+    strips[k].row(r, nw)
+}
 
-    // Write each site's label from its run's number.
-    out.axis_chunks_iter_mut(Axis(0), chunk)
-        .into_par_iter()
-        .zip(strips.par_iter())
-        .for_each(|(mut rows, s)| {
-            for (r, mut out_row) in rows.axis_iter_mut(Axis(0)).enumerate() {
-                let row = s.row(r, nw);
-                match out_row.as_slice_mut() {
-                    Some(dst) => write_row(&row, number, dst),
-                    None => {
-                        let mut tmp = vec![0u32; w];
-                        write_row(&row, number, &mut tmp);
-                        out_row.iter_mut().zip(&tmp).for_each(|(d, &v)| *d = v);
-                    }
-                }
-            }
-        });
-    if nstrips == 1 {
-        std::mem::swap(parent, &mut strips[0].parent);
+impl Scratch {
+    /// Gives the single strip back its forest after [`forest`] (which lent it to `parent`), so
+    /// that both buffers keep their capacity from call to call.
+    pub(super) fn restore(&mut self) {
+        if let [s] = &mut self.strips[..] {
+            std::mem::swap(&mut self.parent, &mut s.parent);
+        }
     }
-    count as usize
 }
 
 /// Concatenates the strips' forests into `dst`, shifting labels by each strip's offset; splits

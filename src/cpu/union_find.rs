@@ -6,7 +6,6 @@
 
 /// The root of `x`, halving the path on the way (each visited node skips to its grandparent).
 #[inline]
-#[allow(dead_code)]
 pub(crate) fn find(parent: &mut [u32], mut x: u32) -> u32 {
     loop {
         let p = parent[x as usize];

@@ -23,8 +23,9 @@
 //! [`Measures::All`] labels on the GPU and measures the perimeters and filled areas on the CPU.
 
 use super::analysis::{DeviceAnalysis, BORDER_WORDS, HIST_CAP};
-use super::size_counts::{PercolatingCluster, SizeCounts};
-use crate::core::lattice::check_size;
+use crate::core::lattice::{check_size, Input};
+use crate::core::options::Spec;
+use crate::core::size_counts::{PercolatingCluster, SizeCounts};
 use crate::measure::moments::Moments;
 use crate::measure::table::{Builder, Sums};
 use crate::measure::wrapping::{Joined, WRAP_X, WRAP_Y};
@@ -489,6 +490,44 @@ impl CudaAnalyzer {
             }
         }
         out.counts = counts.into_iter().collect();
+        // One order on every backend.
+        out.percolating.sort_unstable();
         Ok(out)
     }
+}
+
+/// [`CudaAnalyzer::size_counts`] for the CUDA labeling backend: the analyzer on device
+/// `ordinal` (made on first use, and again when the connectivity or boundary changes), its
+/// counts copied into the caller's buffer.
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for segments (the GPU counts occupancy lattices), and as
+/// [`CudaAnalyzer::analyze`].
+pub(crate) fn size_counts_into(
+    analyzer: &mut Option<CudaAnalyzer>,
+    ordinal: usize,
+    input: Input<'_>,
+    spec: &Spec,
+    out: &mut SizeCounts,
+) -> Result<()> {
+    if spec.segments {
+        return Err(Error::InvalidArgument(
+            "size counts of segments are not on the GPU: use the CPU backend".into(),
+        ));
+    }
+    let (c, b) = (spec.connectivity, spec.boundary);
+    if !analyzer
+        .as_ref()
+        .is_some_and(|a| a.connectivity() == c && a.boundary() == b)
+    {
+        *analyzer = Some(CudaAnalyzer::new(ordinal, c, b)?);
+    }
+    let a = analyzer.as_mut().expect("made above");
+    let counts = match input {
+        Input::U8(l) => a.size_counts(l)?,
+        Input::U16(l) => a.size_counts(l)?,
+        Input::U32(l) => a.size_counts(l)?,
+    };
+    out.clone_from(&counts);
+    Ok(())
 }

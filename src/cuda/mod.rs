@@ -62,11 +62,11 @@ mod label_equivalence;
 mod labeler;
 mod regions;
 mod runtime;
-mod size_counts;
 mod sw_chain;
 mod swendsen_wang;
 mod tile_merge;
 
+pub use crate::core::size_counts::{PercolatingCluster, SizeCounts};
 pub use analyzer::CudaAnalyzer;
 pub use cudarc;
 pub use labeler::CudaLabeler;
@@ -74,7 +74,6 @@ pub use regions::CudaRegionGrower;
 pub use runtime::{
     compile_stats, host_call_timings, record_timings, CompileStats, HostCallTimings,
 };
-pub use size_counts::{PercolatingCluster, SizeCounts};
 pub use sw_chain::CudaSwendsenWang;
 
 use crate::core::backend::LabelBackend;
@@ -203,6 +202,8 @@ pub(crate) struct CudaBackend {
     engine: Engine,
     staging: HostStaging,
     ordinal: usize,
+    /// The GPU analyzer behind [`LabelBackend::size_counts`], made on first use.
+    analyzer: Option<CudaAnalyzer>,
 }
 
 impl CudaBackend {
@@ -225,6 +226,7 @@ impl CudaBackend {
             engine: Engine::new(gpu),
             staging,
             ordinal,
+            analyzer: None,
         }
     }
 
@@ -382,6 +384,10 @@ impl LabelBackend for CudaBackend {
         out: ArrayViewMut2<'_, u32>,
     ) -> Result<usize> {
         self.label_numbered(input, spec, Numbering::Canonical, out)
+    }
+
+    fn size_counts(&mut self, input: Input<'_>, spec: &Spec, out: &mut SizeCounts) -> Result<()> {
+        analyzer::size_counts_into(&mut self.analyzer, self.ordinal, input, spec, out)
     }
 
     fn label_bonds(

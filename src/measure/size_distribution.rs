@@ -5,6 +5,7 @@
 //! it, and the GPU's size counts convert into it.
 
 use super::table::ClusterTable;
+use crate::core::size_counts::SizeCounts;
 use crate::Labels;
 use std::collections::BTreeMap;
 
@@ -146,6 +147,24 @@ impl SizeDistribution {
         self.sites += sites;
         self.samples += 1;
         self.excluded += excluded;
+    }
+
+    /// Adds one lattice's [`SizeCounts`] (from any backend); with `exclude_percolating`, the
+    /// clusters that wrap or span are left out, as [`SizeDistribution::add_table`] leaves them.
+    pub fn add_size_counts(&mut self, counts: &SizeCounts, exclude_percolating: bool) {
+        let mut excluded = 0;
+        let kept = counts.counts.iter().map(|&(s, c)| {
+            let out = if exclude_percolating {
+                counts.percolating_of_size(s).min(c)
+            } else {
+                0
+            };
+            excluded += out;
+            (s, c - out)
+        });
+        let (h, w) = counts.shape;
+        let kept: Vec<(u64, u64)> = kept.collect();
+        self.add_counts(kept, (h * w) as u64, excluded);
     }
 
     /// The number of lattices added.
@@ -311,5 +330,27 @@ mod tests {
         c.merge(&b);
         assert_eq!((c.samples(), c.sites(), c.clusters()), (2, 100, 10));
         assert_eq!(c.ns()[2], (3, 6.0 / 100.0));
+    }
+
+    #[test]
+    fn size_counts_convert() {
+        use crate::core::size_counts::PercolatingCluster;
+        let counts = SizeCounts {
+            shape: (4, 5),
+            counts: vec![(1, 3), (6, 1)],
+            percolating: vec![PercolatingCluster {
+                size: 6,
+                spans_x: true,
+                ..PercolatingCluster::default()
+            }],
+        };
+        for exclude in [false, true] {
+            let mut d = SizeDistribution::new();
+            d.add_size_counts(&counts, exclude);
+            assert_eq!(d.ns(), counts.size_distribution(exclude), "{exclude}");
+            assert_eq!(d.excluded(), u64::from(exclude));
+        }
+        assert_eq!(counts.mean_size(), 1.0);
+        assert_eq!(counts.p_infinity(), 6.0 / 20.0);
     }
 }

@@ -124,8 +124,23 @@ impl Joined {
         });
     }
 
-    /// The join, with `link(site, neighbour)` giving the two pieces of a joined wrap link.
-    fn join_by(
+    /// Makes room for `npieces` pieces, so that joins of as many allocate nothing.
+    pub(crate) fn reserve(&mut self, npieces: usize) {
+        fn room<T>(v: &mut Vec<T>, n: usize) {
+            v.reserve(n.saturating_sub(v.len()));
+        }
+        let n = npieces + 1;
+        room(&mut self.map, n);
+        room(&mut self.shift, n);
+        room(&mut self.wraps, n);
+        room(&mut self.parent, n);
+        room(&mut self.offset, n);
+        room(&mut self.flags, n);
+    }
+
+    /// The join, with `link(site, neighbour)` giving the two pieces of a joined wrap link
+    /// (pieces `1..=npieces`, 0 for none).
+    pub(crate) fn join_by(
         &mut self,
         h: usize,
         w: usize,
