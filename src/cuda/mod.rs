@@ -50,6 +50,7 @@ mod engine;
 mod family;
 mod ha4;
 mod label_equivalence;
+mod percolation_batch;
 mod regions;
 mod runtime;
 mod size_counts;
@@ -57,6 +58,7 @@ mod tile_merge;
 
 pub use analyzer::CudaAnalyzer;
 pub use cudarc;
+pub(crate) use percolation_batch::PercolationBatch;
 pub use regions::CudaRegionGrower;
 pub use size_counts::{PercolatingCluster, SizeCounts};
 
