@@ -95,12 +95,12 @@ __device__ __forceinline__ bool pcas(volatile u16* p, u32 i, u32 expect, u32 val
 __device__ __forceinline__ bool pcas(volatile u32* p, u32 i, u32 expect, u32 val) {
     return atomicCAS((u32*)(p + i), expect, val) == expect;
 }
-// Adds 1 to slot i (a count below 65536 for u16 slots: no carry into the other half).
-__device__ __forceinline__ void padd1(volatile u16* p, u32 i) {
+// Adds c to slot i (counts stay below 65536 for u16 slots: no carry into the other half).
+__device__ __forceinline__ void paddn(volatile u16* p, u32 i, u32 c) {
     u32* w = (u32*)((size_t)(p + i) & ~(size_t)3);
-    atomicAdd(w, 1u << ((i & 1) * 16));
+    atomicAdd(w, c << ((i & 1) * 16));
 }
-__device__ __forceinline__ void padd1(volatile u32* p, u32 i) { atomicAdd((u32*)(p + i), 1u); }
+__device__ __forceinline__ void paddn(volatile u32* p, u32 i, u32 c) { atomicAdd((u32*)(p + i), c); }
 
 template <typename PT> __device__ __forceinline__ u32 pfind(PT* par, u32 x) {
     while (true) {
@@ -301,11 +301,16 @@ __device__ void pb_lattice(const PbParams& P, u64 k, PT* par, volatile u32* occ,
     // 2. Unions of the open sheet.
     for (u32 wi = tid; wi < nw; wi += nt) {
         u32 bits = occ[wi];
+        const u32 base = wi * 32, y0 = base / w, x0 = base - y0 * w;
         while (bits) {
             const u32 q = __ffs(bits) - 1;
             bits &= bits - 1;
-            const u32 i = wi * 32 + q;
-            const u32 y = i / w, x = i - y * w;
+            const u32 i = base + q;
+            u32 x = x0 + q, y = y0;
+            while (x >= w) { // a word may span rows (several when w < 32)
+                x -= w;
+                y++;
+            }
             const bool left = x > 0 && bit(occ, i - 1);
             if (left && q == 0) punite(par, i, i - 1);
             if (y == 0) continue;
@@ -328,13 +333,20 @@ __device__ void pb_lattice(const PbParams& P, u64 k, PT* par, volatile u32* occ,
     for (u32 wi = tid; wi < nw; wi += nt) {
         u32 bits = occ[wi], roots = 0;
         occupied += __popc(bits);
+        const u32 base = wi * 32, x0 = base - (base / w) * w;
+        u32 prev_q = 64, prev_r = 0;
         while (bits) {
             const u32 q = __ffs(bits) - 1;
             bits &= bits - 1;
-            const u32 i = wi * 32 + q;
-            const u32 r = pfind_ro(par, i);
+            const u32 i = base + q;
+            u32 x = x0 + q;
+            while (x >= w) x -= w;
+            // The left neighbour in the same row has the same root: no find.
+            const u32 r = (prev_q + 1 == q && x != 0) ? prev_r : pfind_ro(par, i);
             if (r != i) pset(par, i, r);
-            if (r == i) roots |= 1u << q;
+            else roots |= 1u << q;
+            prev_q = q;
+            prev_r = r;
         }
         rootb[wi] = roots;
     }
@@ -351,11 +363,19 @@ __device__ void pb_lattice(const PbParams& P, u64 k, PT* par, volatile u32* occ,
     __syncthreads();
     for (u32 wi = tid; wi < nw; wi += nt) {
         u32 bits = occ[wi] & ~rootb[wi];
+        u32 cur = PB_NONE, cnt = 0;
         while (bits) {
             const u32 q = __ffs(bits) - 1;
             bits &= bits - 1;
-            padd1(par, pget(par, wi * 32 + q));
+            const u32 r = pget(par, wi * 32 + q);
+            if (r != cur) {
+                if (cnt) paddn(par, cur, cnt);
+                cur = r;
+                cnt = 0;
+            }
+            cnt++; // one atomic per run of sites with the same root
         }
+        if (cnt) paddn(par, cur, cnt);
     }
     __syncthreads();
     // 4. Edge slots: root, piece size, then one canonical slot per piece.
