@@ -3,7 +3,8 @@
 //! Newman–Ziff within 4σ; the GPU batch equals the CPU batch exactly (ignored without a device).
 
 use clusterlab::percolation::{
-    BatchSampler, BatchSpec, BatchStats, Method, Model, SampleStats, Study, StudyConfig, Wrapping,
+    label_batch, BatchSampler, BatchSpec, BatchStats, Method, Model, SampleStats, Study,
+    StudyConfig, Wrapping,
 };
 use clusterlab::{Analyzer, Backend, Boundary, Connectivity, Measures, Options, Parallelism};
 use ndarray::Array3;
@@ -129,6 +130,32 @@ fn analyze_batch_takes_an_ensemble() {
         .analyze_batch(stack.view(), s.connectivity, s.boundary, true)
         .unwrap();
     assert_eq!(got, sampler.sample(&s).unwrap());
+}
+
+/// `label_batch` labels every lattice of a stack as the labeler labels it alone.
+#[test]
+fn label_batch_labels_each_lattice() {
+    let s = spec(Connectivity::Eight, Boundary::Periodic, 23, 17, 0.5, 7);
+    let mut stack = Array3::<u8>::zeros((7, 17, 23));
+    for k in 0..7 {
+        stack
+            .index_axis_mut(ndarray::Axis(0), k)
+            .assign(&s.lattice(s.first + k as u64));
+    }
+    let options = Options::new(s.connectivity, s.boundary)
+        .backend(Backend::Cpu)
+        .parallelism(Parallelism::Threads(3));
+    let (labels, counts) = label_batch(stack.view(), &options).unwrap();
+    for (k, &count) in counts.iter().enumerate() {
+        let one = clusterlab::label(
+            stack.index_axis(ndarray::Axis(0), k),
+            s.connectivity,
+            s.boundary,
+        )
+        .unwrap();
+        assert_eq!(labels.index_axis(ndarray::Axis(0), k), one.array());
+        assert_eq!(count, one.count());
+    }
 }
 
 /// Bad batches are typed errors.

@@ -28,7 +28,7 @@ use crate::measure::fixed_p::{check_shape, fill_sites};
 pub use crate::measure::fixed_p::{threshold, BatchSpec, BatchStats, SampleStats, MAX_BATCH_SITES};
 use crate::measure::wrapping::{Joined, WRAP_X, WRAP_Y};
 use crate::{Backend, Boundary, Connectivity, Labeler, Options, Parallelism, Result};
-use ndarray::{Array2, ArrayView2, ArrayView3};
+use ndarray::{Array2, Array3, ArrayView2, ArrayView3, Axis};
 use rayon::prelude::*;
 
 /// Runs fixed-`p` batches on the device `Options` resolve to ([`Backend::Auto`]: a GPU when
@@ -128,6 +128,54 @@ impl BatchSampler {
             }
         }
     }
+}
+
+/// Labels each lattice of a `(K, H, W)` stack (nonzero = occupied) with the connectivity,
+/// boundary and backend of `options`: labels `1..=n_k` per lattice in scipy's numbering, and the
+/// counts `n_k`. On the CPU the lattices run in parallel (one sequential labeler per thread); on
+/// a GPU one after the other through one labeler (each lattice fills the device by itself).
+///
+/// # Errors
+/// As [`Labeler::label_into`]; [`Error::CudaUnavailable`](crate::Error::CudaUnavailable) for
+/// [`Backend::Cuda`] without a GPU.
+pub fn label_batch(
+    lattices: ArrayView3<'_, u8>,
+    options: &Options,
+) -> Result<(Array3<u32>, Vec<usize>)> {
+    let (k, h, w) = lattices.dim();
+    let mut labels = Array3::<u32>::zeros((k, h, w));
+    let device = match options.backend {
+        Backend::Cpu => Device::Cpu(CpuPool::new(options.parallelism)),
+        _ => Device::resolve(options)?,
+    };
+    let counts = match &device {
+        Device::Cuda(_) => {
+            let mut labeler = Labeler::with_options(*options)?;
+            lattices
+                .axis_iter(Axis(0))
+                .zip(labels.axis_iter_mut(Axis(0)))
+                .map(|(l, out)| labeler.label_into(l, out))
+                .collect::<Result<Vec<_>>>()?
+        }
+        Device::Cpu(pool) => {
+            let one = options
+                .backend(Backend::Cpu)
+                .parallelism(Parallelism::Sequential);
+            Labeler::with_options(one)?;
+            pool.install(|_| {
+                lattices
+                    .axis_iter(Axis(0))
+                    .into_par_iter()
+                    .zip(labels.axis_iter_mut(Axis(0)).into_par_iter())
+                    .map_init(
+                        || Labeler::with_options(one).expect("options checked above"),
+                        |labeler, (l, out)| labeler.label_into(l, out),
+                    )
+                    .collect::<Result<Vec<_>>>()
+            })??
+        }
+    };
+    Ok((labels, counts))
 }
 
 /// One worker's buffers.

@@ -247,3 +247,32 @@ impl FixedSums {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::percolation::Model;
+    use crate::{Boundary, Connectivity};
+
+    /// Collinear points give the line's own crossing, with an error from the binomial errors;
+    /// `at` interpolates between grid points.
+    #[test]
+    fn crossing_of_a_straight_line() {
+        let g = Geometry::new(Model::Site(Connectivity::Four), 8, 8, Boundary::Periodic).unwrap();
+        let p = [0.4, 0.5, 0.6, 0.7];
+        let mut f = FixedSums::new(g, &p, 0.55);
+        f.samples = 1000;
+        for (i, r) in [200u64, 400, 600, 800].into_iter().enumerate() {
+            f.counts[i] = [r, r, r / 2, r, r];
+        }
+        let c = f.crossing(Wrapping::HV, 0.5).unwrap();
+        assert!((c.p.value - 0.55).abs() < 1e-12, "{c:?}");
+        assert!((c.slope - 2.0).abs() < 1e-9);
+        // σ_R ≈ sqrt(0.25/1000) at the crossing, averaged over the fitted points: a few 1e-3 in p.
+        assert!(c.p.stderr > 1e-3 && c.p.stderr < 1e-2, "{c:?}");
+        let at = f.at(0.55);
+        assert!((at[5].value - 0.5).abs() < 1e-12);
+        assert!(f.at(0.9)[0].value.is_nan());
+        assert!(f.crossing(Wrapping::HV, 0.95).is_err());
+    }
+}

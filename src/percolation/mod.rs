@@ -1,6 +1,7 @@
 //! Percolation-threshold studies: Newman–Ziff microcanonical sweeps with wrapping detection by
-//! winding, canonical curves by the binomial convolution, `p_c` and `τ` with standard errors, and
-//! resumable, mergeable HDF5 study files.
+//! winding, canonical curves by the binomial convolution, fixed-`p` sampling in batches on the
+//! GPU or the CPU ([`BatchSampler`]: identical results on both; [`Method::FixedP`] studies),
+//! `p_c` and `τ` with standard errors, and resumable, mergeable HDF5 study files.
 //!
 //! ```
 //! use clusterlab::percolation::{Method, Model, Study, StudyConfig, Wrapping};
@@ -47,7 +48,9 @@ mod tau;
 #[cfg(test)]
 mod tests;
 
-pub use batch::{threshold, BatchSampler, BatchSpec, BatchStats, SampleStats, MAX_BATCH_SITES};
+pub use batch::{
+    label_batch, threshold, BatchSampler, BatchSpec, BatchStats, SampleStats, MAX_BATCH_SITES,
+};
 pub use binomial::BinomialWeights;
 pub use canonical::{AtP, Curves, Estimate, Wrapping};
 pub use estimate::{crossing, extrapolate, weighted_line, Crossing, LineFit, NU, TAU};
