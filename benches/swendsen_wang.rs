@@ -1,9 +1,10 @@
 //! ns per spin update (sweep time / L²) at T_c of the Ising model for Swendsen–Wang, Wolff and
 //! checkerboard Metropolis on the CPU, one thread and all threads: medians of timed batches after
-//! a warm-up. `cargo bench --bench swendsen_wang [-- L...]` (default L = 256 1024).
+//! a warm-up. `cargo bench --bench swendsen_wang [-- L...]` (default L = 256 1024). The GPU's
+//! device-resident Swendsen–Wang: `benches/swendsen_wang_gpu.rs`.
 
 use clusterlab::mc::{Chain, Model, NullSink, Update, ISING_TC};
-use clusterlab::{Options, Parallelism};
+use clusterlab::{Backend, Options, Parallelism};
 use std::time::Instant;
 
 fn median(mut v: Vec<f64>) -> f64 {
@@ -35,7 +36,9 @@ fn main() {
                 &[1, cores]
             };
             for &t in threads {
-                let opts = Options::default().parallelism(Parallelism::Threads(t));
+                let opts = Options::default()
+                    .backend(Backend::Cpu)
+                    .parallelism(Parallelism::Threads(t));
                 let mut chain = Chain::new(model, update, 1, 0, opts).unwrap();
                 chain.run(20, 1, &mut NullSink).unwrap();
                 let batch = (4_000_000 / (l * l)).max(2) as u64;

@@ -27,18 +27,27 @@ use std::process::ExitCode;
 const P_C: f64 = 0.592_746_050_8;
 const L: usize = 512;
 
+/// The paper's n_s and label figures.
+#[derive(Debug, clap::Parser)]
+#[command(max_term_width = 100)]
+struct Args {
+    /// The folder to write ns.png and labels.png into (it must exist).
+    folder: PathBuf,
+    /// The number of samples, from 1 to 10^9.
+    #[arg(default_value_t = 100, value_parser = clap::value_parser!(u32).range(1..=1_000_000_000))]
+    samples: u32,
+    /// The seed of the first sample; sample i uses FIRST_SEED + i.
+    #[arg(default_value_t = 1)]
+    first_seed: u32,
+}
+
 fn main() -> ExitCode {
-    let mut args = std::env::args().skip(1);
-    let Some(folder) = args.next().map(PathBuf::from) else {
-        eprintln!("usage: cluster_plots FOLDER [SAMPLES] [FIRST_SEED]");
-        return ExitCode::from(2);
-    };
-    let number = |v: Option<String>, default: u32| v.map_or(Ok(default), |v| v.parse::<u32>());
-    let (Ok(samples @ 1..), Ok(first_seed)) = (number(args.next(), 100), number(args.next(), 1))
-    else {
-        eprintln!("usage: cluster_plots FOLDER [SAMPLES ≥ 1] [FIRST_SEED]");
-        return ExitCode::from(2);
-    };
+    // --help and bad arguments: clap prints them and exits (0, or 2 for errors).
+    let Args {
+        folder,
+        samples,
+        first_seed,
+    } = <Args as clap::Parser>::parse();
     match run(&folder, samples, first_seed) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {

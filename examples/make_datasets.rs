@@ -140,10 +140,18 @@ fn save<T: SiteValue + WritableElement>(
     Ok(())
 }
 
+/// Writes the reference lattices and their answers.
+#[derive(Debug, clap::Parser)]
+#[command(max_term_width = 100)]
+struct Args {
+    /// The folder to write into (default: the repository's datasets/).
+    output_dir: Option<PathBuf>,
+}
+
 fn main() -> Result<()> {
-    let dir = std::env::args()
-        .nth(1)
-        .map(PathBuf::from)
+    // --help and bad arguments: clap prints them and exits (0, or 2 for errors).
+    let dir = <Args as clap::Parser>::parse()
+        .output_dir
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("datasets"));
     std::fs::create_dir_all(&dir)?;
     let mut csv = String::from("file,connectivity,boundary,segments,count,largest\n");

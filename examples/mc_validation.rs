@@ -80,13 +80,27 @@ fn run(jobs: &[Job], seed: u64) -> Vec<Summary> {
         .collect()
 }
 
+/// Long Monte Carlo validation against exact results.
+#[derive(Debug, clap::Parser)]
+#[command(max_term_width = 100)]
+struct Args {
+    /// Multiplies every run length, above 0 and at most 1000.
+    #[arg(long, default_value_t = 1.0, value_parser = parse_scale)]
+    scale: f64,
+}
+
+fn parse_scale(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(f) if f > 0.0 && f <= 1000.0 => Ok(f),
+        _ => Err(format!(
+            "expected a factor above 0 and at most 1000, not {s:?}"
+        )),
+    }
+}
+
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    let scale: f64 = args
-        .iter()
-        .position(|a| a == "--scale")
-        .and_then(|i| args.get(i + 1))
-        .map_or(1.0, |s| s.parse().expect("--scale takes a number"));
+    // --help and bad arguments: clap prints them and exits (0, or 2 for errors).
+    let scale = <Args as clap::Parser>::parse().scale;
     let n = |k: f64| (k * scale) as u64;
     let misses = std::cell::Cell::new(0);
     let check = |what: &str, got: f64, err: f64, want: f64, extra: &str| {

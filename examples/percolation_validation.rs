@@ -16,33 +16,57 @@ use clusterlab::{Boundary, Connectivity, Options, Parallelism};
 use std::process::ExitCode;
 use std::time::{Duration, Instant};
 
-fn arg<T: std::str::FromStr>(args: &[String], name: &str, default: T) -> T {
-    args.iter()
-        .position(|a| a == name)
-        .and_then(|i| args.get(i + 1))
-        .map(|v| {
-            v.parse()
-                .unwrap_or_else(|_| panic!("bad value for {name}: {v}"))
-        })
-        .unwrap_or(default)
+/// The model names of --models.
+#[derive(Debug, Clone, Copy, clap::ValueEnum)]
+enum ModelArg {
+    /// Site percolation, 4-connectivity.
+    Site4,
+    /// Site percolation, 8-connectivity.
+    Site8,
+    /// Bond percolation.
+    Bond,
+}
+
+/// Validates the percolation studies against exact results.
+#[derive(Debug, clap::Parser)]
+#[command(max_term_width = 100)]
+struct Args {
+    /// The lattice sides L (L × L tori), comma-separated, each from 4 to 65536.
+    #[arg(long, value_delimiter = ',', default_value = "32,64,128",
+          value_parser = clap::value_parser!(u32).range(4..=65536))]
+    sizes: Vec<u32>,
+    /// Samples per size, from 1 to 10^9.
+    #[arg(long, default_value_t = 4000, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    samples: u64,
+    /// The models, comma-separated.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        value_enum,
+        default_value = "site4,site8,bond"
+    )]
+    models: Vec<ModelArg>,
+    /// The seed.
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Worker threads, 1 to 4096 (default: all cores).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=4096))]
+    threads: Option<u64>,
 }
 
 fn main() -> ExitCode {
-    let args: Vec<String> = std::env::args().collect();
-    let sizes: Vec<usize> = arg(&args, "--sizes", "32,64,128".to_string())
-        .split(',')
-        .map(|s| s.parse().expect("sizes are integers"))
-        .collect();
-    let samples: u64 = arg(&args, "--samples", 4000);
-    let seed: u64 = arg(&args, "--seed", 1);
-    let threads: usize = arg(&args, "--threads", 0);
-    let models: Vec<Model> = arg(&args, "--models", "site4,site8,bond".to_string())
-        .split(',')
+    // --help and bad arguments: clap prints them and exits (0, or 2 for errors).
+    let args = <Args as clap::Parser>::parse();
+    let sizes: Vec<usize> = args.sizes.iter().map(|&l| l as usize).collect();
+    let (samples, seed) = (args.samples, args.seed);
+    let threads = args.threads.unwrap_or(0) as usize;
+    let models: Vec<Model> = args
+        .models
+        .iter()
         .map(|m| match m {
-            "site4" => Model::Site(Connectivity::Four),
-            "site8" => Model::Site(Connectivity::Eight),
-            "bond" => Model::Bond,
-            other => panic!("unknown model {other}"),
+            ModelArg::Site4 => Model::Site(Connectivity::Four),
+            ModelArg::Site8 => Model::Site(Connectivity::Eight),
+            ModelArg::Bond => Model::Bond,
         })
         .collect();
     let mut options = Options::default();

@@ -4,6 +4,7 @@
 //! ```text
 //! cargo run --release --example wrapping_probability                 # L = 256, 2000 samples
 //! cargo run --release --example wrapping_probability -- 128 5000 7  # L, samples, first seed
+//! cargo run --release --example wrapping_probability -- --help
 //! ```
 //!
 //! At p_c = 0.5927460508 (square lattice, site percolation, 4-connectivity) the probabilities
@@ -17,7 +18,7 @@
 //! Lattices come from [`clusterlab::generate::percolation`] (MT19937; sample `i` uses seed
 //! `first_seed + i`), and each is analyzed on a torus with [`Measures::Shape`] (wrapping is found
 //! by winding, with the displacement-tracking union-find). The program exits with status 1 when
-//! R^(h) or R^(e) misses by 3 standard errors or more.
+//! R^(h) or R^(e) misses by 3 standard errors or more, and with status 2 for bad arguments.
 
 use clusterlab::generate::percolation;
 use clusterlab::{Analyzer, Boundary, Connectivity, Measures, Parallelism};
@@ -30,17 +31,25 @@ const R_H: f64 = 0.521_058_3;
 const R_E: f64 = 0.690_473_7;
 const R_B: f64 = 0.351_642_9;
 
-fn arg(i: usize, default: u64) -> u64 {
-    std::env::args()
-        .nth(i)
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
+/// The wrapping probabilities at p_c on an L × L torus against their limits.
+#[derive(Debug, clap::Parser)]
+#[command(max_term_width = 100)]
+struct Args {
+    /// The side L of the torus, from 1 to 16384.
+    #[arg(default_value_t = 256, value_parser = clap::value_parser!(u32).range(1..=16384))]
+    l: u32,
+    /// The number of lattices, from 1 to 10^9.
+    #[arg(default_value_t = 2000, value_parser = clap::value_parser!(u32).range(1..=1_000_000_000))]
+    samples: u32,
+    /// The seed of the first lattice; lattice i uses FIRST_SEED + i.
+    #[arg(default_value_t = 1)]
+    first_seed: u32,
 }
 
 fn main() -> ExitCode {
-    let l = arg(1, 256) as usize;
-    let n = arg(2, 2000) as u32;
-    let first_seed = arg(3, 1) as u32;
+    // --help and bad arguments: clap prints them and exits (0, or 2 for errors).
+    let args = <Args as clap::Parser>::parse();
+    let (l, n, first_seed) = (args.l as usize, args.samples, args.first_seed);
     let start = Instant::now();
     // Per sample: wraps in x, in y, either, one cluster both.
     let counts = (0..n)

@@ -6,6 +6,7 @@
 //   CONN8     1 for 8-connectivity, 0 for 4-connectivity
 //   SEGMENTS  1 when neighbours join only if they hold the same nonzero value
 //   BW, BH    the union-find block shape (1x1, 2x1 or 2x2 sites)
+//   ALL_SITES 1 when every site is occupied (bond-masked labeling: no site array is read)
 //
 // The union-find forest P has one slot per block of sites (block index by * wb + bx); a slot holds
 // the *key* of the block's parent + 1, where a block's key is its first occupied site in raster
@@ -21,6 +22,10 @@ typedef unsigned long long u64;
 
 // Marks a root's slot during canonical numbering: FLAG | label - 1.
 #define FLAG 0x80000000u
+
+#ifndef ALL_SITES
+#define ALL_SITES 0
+#endif
 
 #ifndef SITE_T
 #define SITE_T unsigned char
@@ -60,8 +65,15 @@ __device__ __forceinline__ bool joined_values(site_t a, site_t b) {
 #endif
 }
 
+// With ALL_SITES (bond-masked labeling) every site is occupied and `in` is never read.
 __device__ __forceinline__ bool occ_at(const site_t* __restrict__ in, u32 idx) {
+#if ALL_SITES
+    (void)in;
+    (void)idx;
+    return true;
+#else
     return in[idx] != 0;
+#endif
 }
 
 // L2-coherent load: union-find slots change under concurrent atomics from other multiprocessors,

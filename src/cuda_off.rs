@@ -5,6 +5,7 @@
 
 use crate::core::backend::LabelBackend;
 use crate::core::region::{Criterion, Plan, Sample};
+use crate::core::sweep::{SwParams, SwTally};
 use crate::measure::fixed_p::{BatchSpec, BatchStats};
 use crate::{Boundary, ClusterTable, Connectivity, Error, Labels, Result, SiteValue};
 use ndarray::ArrayView2;
@@ -77,6 +78,30 @@ impl PercolationBatch {
         match device.0 {}
     }
     pub(crate) fn run(&mut self, _: &BatchSpec, _: Option<&[u8]>) -> Result<BatchStats> {
+        match self.0 {}
+    }
+}
+
+/// The device-resident Swendsen–Wang chain: never, in this build.
+pub(crate) struct CudaSwendsenWang(Never);
+
+impl CudaSwendsenWang {
+    pub(crate) fn on(device: &CudaDevice, _params: SwParams) -> Result<Self> {
+        match device.0 {}
+    }
+    pub(crate) fn upload_spins(&mut self, _: &[u8]) -> Result<()> {
+        match self.0 {}
+    }
+    pub(crate) fn download_spins(&mut self, _: &mut [u8]) -> Result<()> {
+        match self.0 {}
+    }
+    pub(crate) fn tallies_full(&self) -> bool {
+        match self.0 {}
+    }
+    pub(crate) fn queue_sweep(&mut self, _sweep: u64, _measure: bool) -> Result<()> {
+        match self.0 {}
+    }
+    pub(crate) fn take_tallies(&mut self) -> Result<Vec<SwTally>> {
         match self.0 {}
     }
 }

@@ -4,10 +4,15 @@
 //! live here alone.
 
 use crate::core::backend::LabelBackend;
+use crate::core::sweep::SwParams;
 use crate::cpu::pool::CpuPool;
 use crate::cpu::CpuBackend;
 use crate::cuda::CudaDevice;
 use crate::{Algorithm, Backend, Options, Result};
+
+// What the physics layer (`mc`) drives on a GPU, named here so that it imports no backend.
+pub(crate) use crate::core::sweep::SwTally;
+pub(crate) use crate::cuda::CudaSwendsenWang as GpuSwendsenWang;
 
 /// A resolved backend.
 #[derive(Clone)]
@@ -81,5 +86,16 @@ impl Device {
             Device::Cpu(pool) => Box::new(CpuBackend::new(pool.clone())),
             Device::Cuda(d) => d.label_backend()?,
         })
+    }
+
+    /// A device-resident Swendsen–Wang chain on this GPU; `None` on the CPU.
+    ///
+    /// # Errors
+    /// Those of the GPU chain's construction (memory, kernels, driver).
+    pub(crate) fn swendsen_wang(&self, params: SwParams) -> Result<Option<GpuSwendsenWang>> {
+        match self {
+            Device::Cpu(_) => Ok(None),
+            Device::Cuda(d) => GpuSwendsenWang::on(d, params).map(Some),
+        }
     }
 }

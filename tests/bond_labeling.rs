@@ -1,10 +1,13 @@
 //! Bond-masked labeling against an independent oracle: a breadth-first search over an explicit
 //! edge list built from the masks here, on random bond configurations of many shapes (1×1, 1×N,
 //! N×1, two-wide tori, widths around 64), bond densities 0…1 including p = 1/2, every boundary,
-//! every CPU algorithm and several thread counts; both numberings (canonical and roots), both
+//! every CPU algorithm and several thread counts, and the CUDA backend (the same test body, on
+//! shapes that also cross its 32 × 32 tiles); both numberings (canonical and roots), both
 //! inputs (`u8` masks and bit-packed).
 
-use clusterlab::{Algorithm, Boundary, Connectivity, Error, Labeler, PackedBonds, Parallelism};
+use clusterlab::{
+    Algorithm, Backend, Boundary, Connectivity, Error, Labeler, Options, PackedBonds, Parallelism,
+};
 use ndarray::Array2;
 use rand_mt::Mt64;
 use std::collections::VecDeque;
@@ -92,20 +95,39 @@ const SHAPES: [(usize, usize); 16] = [
 ];
 const DENSITIES: [f64; 8] = [0.0, 0.1, 0.3, 0.45, 0.5, 0.55, 0.8, 1.0];
 
+/// Shapes over several of the GPU's 32 × 32 tiles, with partial tiles on both axes.
+const TILED_SHAPES: [(usize, usize); 6] =
+    [(32, 32), (33, 31), (64, 96), (65, 97), (100, 33), (31, 200)];
+
 fn check(algorithm: Algorithm, parallelism: Parallelism, seed: u64) -> usize {
+    let what = format!("{algorithm:?} {parallelism:?}");
+    let make = |b| {
+        Labeler::new(Connectivity::Four, b)
+            .algorithm(algorithm)
+            .parallelism(parallelism)
+    };
+    check_with(make, &what, seed, &SHAPES)
+}
+
+/// The test body every backend runs: random bonds at every density and boundary against the
+/// oracle, through `u8` masks, packed bonds and root numbering.
+fn check_with(
+    make: impl Fn(Boundary) -> Labeler,
+    name: &str,
+    seed: u64,
+    shapes: &[(usize, usize)],
+) -> usize {
     let mut rng = Mt64::new(seed);
     let mut cases = 0;
     for &b in &BOUNDARIES {
-        let mut labeler = Labeler::new(Connectivity::Four, b)
-            .algorithm(algorithm)
-            .parallelism(parallelism);
-        for &(h, w) in &SHAPES {
+        let mut labeler = make(b);
+        for &(h, w) in shapes {
             for &p in &DENSITIES {
                 for _ in 0..2 {
                     let right = random_mask(&mut rng, h, w, p);
                     let down = random_mask(&mut rng, h, w, p);
                     let (want, n) = oracle(&right, &down, b);
-                    let what = format!("{algorithm:?} {parallelism:?} {b:?} {h}x{w} p={p}");
+                    let what = format!("{name} {b:?} {h}x{w} p={p}");
                     let got = labeler.label_bonds(right.view(), down.view()).unwrap();
                     assert_eq!(got.count(), n, "{what}");
                     assert_eq!(got.array(), &want, "{what}");
@@ -129,6 +151,40 @@ fn check(algorithm: Algorithm, parallelism: Parallelism, seed: u64) -> usize {
 fn strips_match_the_oracle() {
     assert!(check(Algorithm::Strips, Parallelism::Sequential, 1) > 1000);
     check(Algorithm::Strips, Parallelism::Threads(3), 2);
+}
+
+/// The CUDA backend through the same body, on the CPU test's shapes and on shapes across tiles.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn cuda_matches_the_oracle() {
+    let make = |b| {
+        Labeler::with_options(
+            Options::new(Connectivity::Four, b).backend(Backend::Cuda { device: 0 }),
+        )
+        .unwrap()
+    };
+    let shapes: Vec<_> = SHAPES.iter().chain(&TILED_SHAPES).copied().collect();
+    assert!(check_with(make, "cuda", 7, &shapes) > 1000);
+    // Large lattices at bond p_c, many tiles and long cross-tile chains.
+    let mut rng = Mt64::new(8);
+    for &b in &BOUNDARIES {
+        let mut gpu = make(b);
+        let mut cpu = Labeler::new(Connectivity::Four, b);
+        for &(h, w) in &[(1000, 999), (513, 2049)] {
+            for &p in &[0.45, 0.5, 0.55] {
+                let right = random_mask(&mut rng, h, w, p);
+                let down = random_mask(&mut rng, h, w, p);
+                let want = cpu.label_bonds(right.view(), down.view()).unwrap();
+                let got = gpu.label_bonds(right.view(), down.view()).unwrap();
+                assert_eq!(got, want, "{b:?} {h}x{w} {p}");
+                let packed = PackedBonds::from_masks(right.view(), down.view()).unwrap();
+                let (mut r1, mut r2) = (Array2::zeros((h, w)), Array2::zeros((h, w)));
+                let n1 = cpu.bond_roots_into(&packed, r1.view_mut()).unwrap();
+                let n2 = gpu.bond_roots_into(&packed, r2.view_mut()).unwrap();
+                assert_eq!((n2, &r2), (n1, &r1), "roots {b:?} {h}x{w} {p}");
+            }
+        }
+    }
 }
 
 #[test]

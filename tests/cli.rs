@@ -417,6 +417,8 @@ fn three_dimensional_array() {
     let o = run(&["label", s(&input), "-o", s(&d.out.join("l.npy"))]);
     assert_clean_failure(&o, "3-D", &d.out);
     assert!(stderr(&o).contains("(2, 3, 4)"), "{}", stderr(&o));
+    // A stack: the message says how to take its frames.
+    assert!(stderr(&o).contains("--frames"), "{}", stderr(&o));
 
     let input = d.input.join("cube.h5");
     let file = hdf5::File::create(&input).unwrap();

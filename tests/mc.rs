@@ -261,10 +261,13 @@ fn bad_parameters_are_typed_errors() {
     assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     let m = Model::ising(8, 8, 2.0).unwrap();
     let cuda = Options::default().backend(clusterlab::Backend::Cuda { device: 0 });
-    let e = Chain::new(m, Update::SwendsenWang, 1, 0, cuda)
-        .err()
-        .unwrap();
-    assert!(e.to_string().contains("not yet"), "{e}");
+    // Swendsen–Wang runs on a GPU when there is one, and says why not when there is none.
+    match Chain::new(m, Update::SwendsenWang, 1, 0, cuda) {
+        Ok(c) => assert!(c.on_gpu()),
+        Err(e) => assert!(matches!(e, Error::CudaUnavailable(_)), "{e}"),
+    }
+    let e = Chain::new(m, Update::Wolff, 1, 0, cuda).err().unwrap();
+    assert!(matches!(e, Error::InvalidArgument(_)), "{e}");
     let mut c = Chain::new(m, Update::Wolff, 1, 0, Options::default()).unwrap();
     assert!(c.run(1, 0, &mut NullSink).is_err());
     assert!(c.restore(ndarray::Array2::from_elem((8, 8), 2), 0).is_err());

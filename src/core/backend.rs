@@ -30,4 +30,15 @@ pub(crate) trait LabelBackend {
             self.name()
         )))
     }
+    /// Root numbering of a bond configuration (each site: the smallest site index of its
+    /// cluster) when the backend produces it directly; `None` leaves it to the caller, which
+    /// converts canonical labels.
+    fn bond_roots(
+        &mut self,
+        _bonds: &PackedBonds,
+        _spec: &Spec,
+        _out: ArrayViewMut2<'_, u32>,
+    ) -> Result<Option<usize>> {
+        Ok(None)
+    }
 }

@@ -14,3 +14,4 @@ pub(crate) mod lattice;
 pub(crate) mod options;
 pub(crate) mod region;
 pub(crate) mod rule;
+pub(crate) mod sweep;

@@ -37,10 +37,18 @@ pub enum Algorithm {
 }
 
 /// Where labeling runs.
+///
+/// Defaults: the library's is [`Backend::Cpu`] — a `Labeler`, `Analyzer` or `Options` made
+/// without naming a backend never opens a GPU driver, so that a program's behaviour does not
+/// change with the machine it runs on. The `clusterlab` command line's is `auto` for every
+/// subcommand (`label`, `analyze`, `percolation`): a user at a terminal gets the GPU when there
+/// is one and the CPU otherwise, and the summary says which. [`Backend::Auto`] never fails for
+/// want of a GPU: it resolves to the CPU, and a GPU-only algorithm then to the CPU's fastest
+/// ([`Algorithm::Auto`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Backend {
-    /// The CPU (the default: no device is touched).
+    /// The CPU (the library's default: no device is touched).
     #[default]
     Cpu,
     /// An NVIDIA GPU, by device ordinal (feature `cuda`).

@@ -4,7 +4,10 @@
 
 use super::family::{Family, ModuleKey, SiteType};
 use super::runtime::{cuda_err, DevBuf, Gpu, PinnedBuf};
-use super::{bit_runs, block_union_find, canonical, ha4, label_equivalence, tile_merge, Numbering};
+use super::{
+    bit_runs, block_union_find, canonical, ha4, label_equivalence, swendsen_wang, tile_merge,
+    Numbering,
+};
 use crate::lattice::{Boundary, Connectivity};
 use crate::Algorithm;
 use crate::{Error, Result};
@@ -79,6 +82,7 @@ impl Job {
         match self.family {
             Family::BlockUnionFind => block_union_find::scratch(self),
             Family::BitRuns => bit_runs::scratch(self),
+            Family::SwendsenWang => swendsen_wang::scratch(self),
             _ => FamilyScratch::default(),
         }
     }
@@ -229,6 +233,7 @@ impl Engine {
             Family::TileMerge => tile_merge::run(gpu, module, job, &bufs),
             Family::Ha4 => ha4::run(gpu, module, job, &bufs),
             Family::BitRuns => bit_runs::run(gpu, module, job, &bufs),
+            Family::SwendsenWang => swendsen_wang::run(gpu, module, job, &bufs),
             Family::Regions => Err(Error::InvalidArgument(
                 "the regions kernels do not label".into(),
             )),

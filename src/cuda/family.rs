@@ -29,6 +29,10 @@ pub(crate) const HEADERS: &[(&str, &str)] = &[
         "percolation_batch.cu",
         include_str!("../../kernels/percolation_batch.cu"),
     ),
+    (
+        "swendsen_wang.cu",
+        include_str!("../../kernels/swendsen_wang.cu"),
+    ),
 ];
 
 /// The site type of a lattice on the device.
@@ -75,6 +79,8 @@ pub(crate) enum Family {
     BitRuns,
     /// Seeded regions' kernels (not a labeling algorithm).
     Regions,
+    /// Bond-masked labeling and the Swendsen–Wang sweep (every site occupied).
+    SwendsenWang,
 }
 
 impl Family {
@@ -87,6 +93,7 @@ impl Family {
             Family::Ha4 => super::ha4::FILE,
             Family::BitRuns => super::bit_runs::FILE,
             Family::Regions => super::regions::FILE,
+            Family::SwendsenWang => super::swendsen_wang::FILE,
         }
     }
 
@@ -99,6 +106,7 @@ impl Family {
             Family::Ha4 => super::ha4::KERNELS,
             Family::BitRuns => super::bit_runs::KERNELS,
             Family::Regions => super::regions::KERNELS,
+            Family::SwendsenWang => super::swendsen_wang::KERNELS,
         }
     }
 
@@ -133,7 +141,8 @@ impl ModuleKey {
                 | Family::TileMerge
                 | Family::Ha4
                 | Family::BitRuns
-                | Family::Regions,
+                | Family::Regions
+                | Family::SwendsenWang,
                 _,
                 _,
             )
@@ -178,10 +187,12 @@ impl ModuleSpec for ModuleKey {
         };
         format!(
             "#define SITE_T {}\n#define CONN8 {}\n#define SEGMENTS {}\n#define BW {bw}\n#define BH {bh}\n\
+             #define ALL_SITES {}\n\
              #include \"common.cuh\"\n#include \"canonical.cu\"\n#include \"{}\"\n{analysis}",
             self.site.c_name(),
             self.conn8 as u32,
             self.segments as u32,
+            (self.family == Family::SwendsenWang) as u32,
             self.family.file(),
         )
     }
@@ -242,6 +253,25 @@ mod tests {
                     }
                 }
             }
+        }
+    }
+
+    /// The bond-labeling and Swendsen–Wang module compiles.
+    #[test]
+    fn swendsen_wang_compiles() {
+        if !super::super::runtime::nvrtc::tests::nvrtc_present() {
+            return;
+        }
+        let key = ModuleKey {
+            family: Family::SwendsenWang,
+            site: SiteType::U8,
+            conn8: false,
+            segments: false,
+        };
+        for arch in [target_arch(75).unwrap(), target_arch(90).unwrap()] {
+            let cubin = compile_cubin(&key.name(), &key.source(), key.headers(), &arch)
+                .unwrap_or_else(|e| panic!("{e}"));
+            assert!(!cubin.is_empty());
         }
     }
 }

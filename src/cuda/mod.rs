@@ -5,9 +5,18 @@
 //! loaded when first needed, and their absence is an [`Error::CudaUnavailable`], never a panic.
 //!
 //! - [`cuda_available`] / [`device_info`]: is there a usable GPU, and which.
+//! - Kernels are compiled once per machine: NVRTC's binaries are kept in an on-disk cache
+//!   (`$XDG_CACHE_HOME/clusterlab/kernels` or `~/.cache/clusterlab/kernels`; another folder with
+//!   `CLUSTERLAB_KERNEL_CACHE=DIR`, none with `CLUSTERLAB_KERNEL_CACHE=off`), keyed by the
+//!   sources, the device architecture and the NVRTC version, safe under concurrent processes;
+//!   [`compile_stats`] says what compiling cost this process.
 //! - [`CudaLabeler`]: labels lattices that already live on the GPU ([`CudaLabeler::label_device`],
 //!   no host synchronisation and no allocation per call) or host arrays
 //!   ([`CudaLabeler::label_host`]).
+//! - Bond-masked labeling ([`crate::Labeler::label_packed_bonds_into`] and
+//!   [`crate::Labeler::bond_roots_into`] with [`crate::Backend::Cuda`]) and
+//!   [`CudaSwendsenWang`], the device-resident Swendsen–Wang sweep that
+//!   [`crate::mc::Chain`] runs on a GPU.
 //!
 //! Algorithms: [`Algorithm::BitRuns`] (run-based union-find on bit-packed rows in shared-memory
 //! tiles of 32 × 1024 sites, each tile labeled once and written whole, then elementwise passes
@@ -52,15 +61,20 @@ mod ha4;
 mod label_equivalence;
 mod percolation_batch;
 mod regions;
+mod rows;
 mod runtime;
 mod size_counts;
+mod sw_chain;
+mod swendsen_wang;
 mod tile_merge;
 
 pub use analyzer::CudaAnalyzer;
 pub use cudarc;
 pub(crate) use percolation_batch::PercolationBatch;
 pub use regions::CudaRegionGrower;
+pub use runtime::{compile_stats, CompileStats};
 pub use size_counts::{PercolatingCluster, SizeCounts};
+pub use sw_chain::CudaSwendsenWang;
 
 use crate::core::backend::LabelBackend;
 use crate::core::lattice::Input;
@@ -71,8 +85,8 @@ use crate::{Error, Labels, Result};
 use cudarc::driver::{result as dres, CudaContext, CudaStream, DevicePtr, DevicePtrMut};
 use engine::{family_of, Engine, Job};
 use family::SiteType;
-use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis};
-use rayon::prelude::*;
+use ndarray::{Array2, ArrayView2, ArrayViewMut2};
+use rows::{copy_rows, fill_rows};
 use runtime::{cuda_err, DevBuf, Gpu, PinnedBuf};
 use std::sync::Arc;
 
@@ -298,38 +312,6 @@ impl CudaBackend {
     }
 }
 
-/// Rows of `src` into the contiguous `dst` (in parallel for large lattices).
-fn fill_rows<T: SiteValue>(src: ArrayView2<'_, T>, dst: &mut [T]) {
-    let w = src.ncols();
-    let row = |(d, s): (&mut [T], ndarray::ArrayView1<'_, T>)| match s.as_slice() {
-        Some(s) => d.copy_from_slice(s),
-        None => d.iter_mut().zip(s.iter()).for_each(|(d, &s)| *d = s),
-    };
-    if dst.len() >= 1 << 20 {
-        dst.par_chunks_mut(w)
-            .zip(src.axis_iter(Axis(0)).into_par_iter())
-            .for_each(row);
-    } else {
-        dst.chunks_mut(w).zip(src.axis_iter(Axis(0))).for_each(row);
-    }
-}
-
-/// The contiguous `src` into the rows of `dst` (in parallel for large lattices).
-fn copy_rows(src: &[u32], dst: &mut ArrayViewMut2<'_, u32>) {
-    let w = dst.ncols();
-    let row = |(s, mut d): (&[u32], ndarray::ArrayViewMut1<'_, u32>)| match d.as_slice_mut() {
-        Some(d) => d.copy_from_slice(s),
-        None => d.iter_mut().zip(s).for_each(|(d, &s)| *d = s),
-    };
-    if src.len() >= 1 << 20 {
-        src.par_chunks(w)
-            .zip(dst.axis_iter_mut(Axis(0)).into_par_iter())
-            .for_each(row);
-    } else {
-        src.chunks(w).zip(dst.axis_iter_mut(Axis(0))).for_each(row);
-    }
-}
-
 impl LabelBackend for CudaBackend {
     fn name(&self) -> String {
         format!("cuda:{}", self.ordinal)
@@ -342,6 +324,25 @@ impl LabelBackend for CudaBackend {
         out: ArrayViewMut2<'_, u32>,
     ) -> Result<usize> {
         self.label_numbered(input, spec, Numbering::Canonical, out)
+    }
+
+    fn label_bonds(
+        &mut self,
+        bonds: &crate::PackedBonds,
+        spec: &Spec,
+        out: ArrayViewMut2<'_, u32>,
+    ) -> Result<usize> {
+        self.label_host_bonds(bonds, spec, Numbering::Canonical, out)
+    }
+
+    fn bond_roots(
+        &mut self,
+        bonds: &crate::PackedBonds,
+        spec: &Spec,
+        out: ArrayViewMut2<'_, u32>,
+    ) -> Result<Option<usize>> {
+        self.label_host_bonds(bonds, spec, Numbering::Raw, out)
+            .map(Some)
     }
 }
 

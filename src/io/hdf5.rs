@@ -20,7 +20,7 @@ pub(crate) fn one_line(s: &str) -> String {
     s.split_whitespace().collect::<Vec<_>>().join(" ")
 }
 
-fn hdf5_dtype(td: &::hdf5::types::TypeDescriptor) -> Dtype {
+pub(crate) fn hdf5_dtype(td: &::hdf5::types::TypeDescriptor) -> Dtype {
     use ::hdf5::types::{FloatSize, IntSize, TypeDescriptor as TD};
     match td {
         TD::Boolean => Dtype::Bool,
@@ -51,22 +51,31 @@ fn list_datasets(group: &::hdf5::Group, out: &mut Vec<String>) -> ::hdf5::Result
     Ok(())
 }
 
-pub(crate) fn read_lattice(path: &Path, name: &str) -> Result<Lattice> {
-    let file = hdf5_result(path, ::hdf5::File::open(path))?;
-    let ds = match file.dataset(name) {
-        Ok(ds) => ds,
+/// The dataset `name`, or an error that lists the datasets the file holds.
+pub(crate) fn open_dataset(
+    path: &Path,
+    file: &::hdf5::File,
+    name: &str,
+) -> Result<::hdf5::Dataset> {
+    match file.dataset(name) {
+        Ok(ds) => Ok(ds),
         Err(_) => {
             let mut names = Vec::new();
-            let listed = list_datasets(&file, &mut names);
+            let listed = list_datasets(file, &mut names);
             names.sort();
             let found = match listed {
                 Err(_) => String::new(),
                 Ok(()) if names.is_empty() => "; the file holds no datasets".to_owned(),
                 Ok(()) => format!("; datasets in the file: {}", names.join(", ")),
             };
-            return Err(bad_input(path, format!("no dataset {name:?}{found}")));
+            Err(bad_input(path, format!("no dataset {name:?}{found}")))
         }
-    };
+    }
+}
+
+pub(crate) fn read_lattice(path: &Path, name: &str) -> Result<Lattice> {
+    let file = hdf5_result(path, ::hdf5::File::open(path))?;
+    let ds = open_dataset(path, &file, name)?;
     let shape = ds.shape();
     if shape.len() != 2 {
         return Err(rank_error(path, &shape));
@@ -107,7 +116,7 @@ fn read_hdf5_data<T: ::hdf5::H5Type + Clone>(
 }
 
 /// Rows per chunk of a compressed 2-D dataset: whole rows, about 1 MiB.
-fn chunk_rows(h: usize, w: usize, elem: usize) -> usize {
+pub(crate) fn chunk_rows(h: usize, w: usize, elem: usize) -> usize {
     ((1 << 20) / (w * elem).max(1)).clamp(1, h.max(1))
 }
 
@@ -301,7 +310,7 @@ fn filter_name(id: i32) -> &'static str {
 /// Refuses, by name, a dataset stored with a filter this build cannot decode — instead of the
 /// HDF5 library's message about a plugin folder. Built in: deflate, shuffle, Fletcher-32,
 /// scale-offset, N-bit (HDF5's own), LZF and Blosc (blosclz, LZ4, zlib, Zstandard).
-fn check_filters(path: &Path, name: &str, ds: &::hdf5::Dataset) -> Result<()> {
+pub(crate) fn check_filters(path: &Path, name: &str, ds: &::hdf5::Dataset) -> Result<()> {
     for f in ds.filters() {
         if !f.is_available() {
             let id = f.id();

@@ -10,23 +10,37 @@
 //!   file the dataset `/labels` with the attributes `connectivity`, `boundary`, `count` and
 //!   `segments`, and the lattice as `/lattice` when given.
 //! - [`write_lattice`] writes a lattice (`.npy`, or `/lattice` in an HDF5 file).
+//! - Stacks of frames, `(T, H, W)`: [`FrameReader`] reads one frame at a time, [`LabelSink`]
+//!   writes label frames one at a time (to a new file, or added safely to an existing HDF5
+//!   file), [`FrameSelection`] says which frames; [`array_shape`] tells a stack from a lattice.
+//! - [`write_columns`] writes small tables of named columns (per-frame summaries, `n_s`) as CSV
+//!   or HDF5.
 //!
 //! Every output goes through [`write_atomically`]: it is written to a temporary file in the
 //! destination's folder and renamed into place, so that a failure leaves neither a half-written
 //! file nor the temporary behind, and readers never see a partial file.
 
 mod atomic;
+mod columns;
 mod dtype;
+mod frames;
 #[cfg(feature = "hdf5")]
 mod hdf5;
 #[cfg(not(feature = "hdf5"))]
 #[path = "hdf5_off.rs"]
 mod hdf5;
+#[cfg(feature = "hdf5")]
+mod hdf5_frames;
 mod npy;
+mod npy_frames;
 mod table;
 
 pub use crate::core::lattice::Lattice;
 pub use atomic::{remove_pending_temporaries, write_atomically};
+pub use columns::{
+    columns_to_csv, write_column_groups, write_columns, SummaryColumn, SummaryValues,
+};
+pub use frames::{array_shape, FrameReader, FrameSelection, LabelLayout, LabelSink};
 
 use crate::{Boundary, Connectivity, Error, Labels, Result};
 use atomic::io_error;

@@ -11,7 +11,7 @@ use std::fs::File;
 use std::io::{BufReader, BufWriter, Seek, SeekFrom, Write};
 use std::path::Path;
 
-fn npy_dtype(descr: &str) -> Dtype {
+pub(crate) fn npy_dtype(descr: &str) -> Dtype {
     // Byte order: '<' little, '>' big, '|' not applicable, '=' native.
     let code = descr.trim_start_matches(['<', '>', '|', '=']);
     match code {

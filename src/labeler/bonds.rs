@@ -52,8 +52,8 @@ impl Labeler {
     /// wrapping axes and are ignored on open ones.
     ///
     /// # Errors
-    /// [`Error::InvalidArgument`] for 8-connectivity, segment mode, an algorithm or backend
-    /// without bond labeling (today: the CPU has it, the GPU not yet) or a thread count of 0;
+    /// [`Error::InvalidArgument`] for 8-connectivity, segment mode, a CPU
+    /// algorithm without bond labeling or a thread count of 0; on the GPU those of its backend;
     /// [`Error::ShapeMismatch`] when `out` does not have the bonds' shape.
     pub fn label_packed_bonds_into(
         &mut self,
@@ -135,10 +135,29 @@ impl Labeler {
         bonds: &PackedBonds,
         mut out: ArrayViewMut2<'_, u32>,
     ) -> Result<usize> {
+        let spec = self.bond_spec(bonds.dim(), out.dim())?;
+        // The GPU's union-find links to the smaller index: it writes the roots directly.
+        if self.device.is_gpu() {
+            let direct = if rows_contiguous(out.strides(), bonds.dim().1) {
+                self.backend.bond_roots(bonds, &spec, out.view_mut())?
+            } else {
+                let mut tmp = Array2::zeros(bonds.dim());
+                let n = self.backend.bond_roots(bonds, &spec, tmp.view_mut())?;
+                out.assign(&tmp);
+                n
+            };
+            if let Some(n) = direct {
+                return Ok(n);
+            }
+        }
         let n = self.label_packed_bonds_into(bonds, out.view_mut())?;
         let pool = match &self.device {
             Device::Cpu(pool) => pool.clone(),
-            Device::Cuda(_) => unreachable!("label_bonds fails on the GPU backend for now"),
+            Device::Cuda(_) => {
+                return Err(crate::Error::Cuda(
+                    "the GPU backend writes bond roots directly".into(),
+                ))
+            }
         };
         let Scratch { records, first, .. } = &mut self.bond_scratch;
         pool.install(|threads| canonical_to_roots(out.view_mut(), n, threads, records, first))?;

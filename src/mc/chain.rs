@@ -6,6 +6,7 @@ use super::metropolis::Metropolis;
 use super::model::Model;
 use super::rng::MAX_STREAMS;
 use super::sw::SwendsenWang;
+use super::sw_gpu::GpuSw;
 use super::wolff::Wolff;
 use crate::{Error, Options, Result};
 use ndarray::Array2;
@@ -15,7 +16,7 @@ use std::str::FromStr;
 /// Which update a chain runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Update {
-    /// Swendsen–Wang on all cores.
+    /// Swendsen–Wang on all cores, or device-resident on a GPU.
     SwendsenWang,
     /// Wolff single-cluster updates, sequential.
     Wolff,
@@ -61,7 +62,8 @@ pub trait Sink {
     /// # Errors
     /// Whatever storing it can fail with.
     fn record(&mut self, sweep: u64, sample: &Sample) -> Result<()>;
-    /// Called after every sweep (for checkpoints); the default does nothing.
+    /// Called after every sweep (for checkpoints); the default does nothing. A chain on a GPU
+    /// calls it once at the end of each [`Chain::run`], when its spins are back on the host.
     ///
     /// # Errors
     /// Whatever a checkpoint can fail with.
@@ -103,6 +105,7 @@ impl Sink for NullSink {
 
 enum Engine {
     Sw(Box<SwendsenWang>),
+    SwGpu(Box<GpuSw>),
     Wolff(Wolff),
     Metropolis(Box<Metropolis>),
 }
@@ -135,12 +138,16 @@ pub struct Chain {
 impl Chain {
     /// A chain of `model` with `update`, keyed by `seed` and `stream` (the chain's number, e.g.
     /// its temperature's index), starting from the ordered state (all spins 0). `options`
-    /// gives the CPU threads and the backend (CPU only for now).
+    /// gives the CPU threads and the backend: Swendsen–Wang runs device-resident on a GPU for
+    /// [`Backend::Cuda`](crate::Backend::Cuda), and for [`Backend::Auto`](crate::Backend::Auto)
+    /// when GPU 0 opens; Wolff and Metropolis run on the CPU.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] for a stream of [`MAX_STREAMS`] or more, a field with a
-    /// cluster update, odd periodic sides with Metropolis, or a CUDA backend (the device path is
-    /// not yet written); those of [`Model::check`].
+    /// cluster update, odd periodic sides with Metropolis, or Wolff or Metropolis with
+    /// [`Backend::Cuda`](crate::Backend::Cuda); those of [`Model::check`];
+    /// [`Error::CudaUnavailable`] when [`Backend::Cuda`](crate::Backend::Cuda) finds no GPU, and
+    /// the device's errors (memory, kernels, driver).
     pub fn new(
         model: Model,
         update: Update,
@@ -154,13 +161,20 @@ impl Chain {
                 "stream {stream} is beyond the limit {MAX_STREAMS}"
             )));
         }
-        if matches!(options.backend, crate::Backend::Cuda { .. }) {
-            return Err(Error::InvalidArgument(
-                "Monte Carlo is not yet on the CUDA backend: use --backend cpu".into(),
-            ));
+        if update != Update::SwendsenWang && matches!(options.backend, crate::Backend::Cuda { .. })
+        {
+            return Err(Error::InvalidArgument(format!(
+                "{update} runs on the CPU only: use --backend cpu (Swendsen–Wang runs on the GPU)"
+            )));
         }
         let engine = match update {
-            Update::SwendsenWang => Engine::Sw(Box::new(SwendsenWang::new(&model, options)?)),
+            Update::SwendsenWang => {
+                super::check_cluster_model(&model)?;
+                match GpuSw::open(&model, seed, stream, options)? {
+                    Some(gpu) => Engine::SwGpu(Box::new(gpu)),
+                    None => Engine::Sw(Box::new(SwendsenWang::new(&model, options)?)),
+                }
+            }
             Update::Wolff => Engine::Wolff(Wolff::new(&model, seed, stream)?),
             Update::Metropolis => Engine::Metropolis(Box::new(Metropolis::new(&model, options)?)),
         };
@@ -197,10 +211,14 @@ impl Chain {
         }
         self.spins = spins.as_standard_layout().into_owned();
         self.sweep = sweeps;
+        if let Engine::SwGpu(g) = &mut self.engine {
+            g.spins_changed();
+        }
         Ok(())
     }
 
-    /// Performs one sweep; with `measure`, returns the sample of the new configuration.
+    /// Performs one sweep; with `measure`, returns the sample of the new configuration. On a GPU
+    /// each call waits for its sweep and copies the spins back: [`Chain::run`] is the fast path.
     ///
     /// # Errors
     /// As the update's `sweep`.
@@ -214,6 +232,12 @@ impl Chain {
         );
         let sample = match &mut self.engine {
             Engine::Sw(u) => u.sweep(m, s, seed, stream, k, measure)?,
+            Engine::SwGpu(g) => {
+                let mut one = MemorySink::default();
+                let every = if measure { 1 } else { u64::MAX };
+                g.run(m, s, k, 1, every, &mut one)?;
+                one.samples.pop().map(|(_, sample)| sample)
+            }
             Engine::Wolff(u) => u.sweep(m, s, seed, stream, k, measure)?,
             Engine::Metropolis(u) => u.sweep(m, s, seed, stream, k, measure)?,
         };
@@ -230,6 +254,19 @@ impl Chain {
     pub fn run(&mut self, sweeps: u64, every: u64, sink: &mut dyn Sink) -> Result<()> {
         if every == 0 {
             return Err(Error::InvalidArgument("--every must be at least 1".into()));
+        }
+        if let Engine::SwGpu(g) = &mut self.engine {
+            // Device-resident: no wait per sweep, the samples come back in batches.
+            g.run(
+                &self.model,
+                &mut self.spins,
+                self.sweep,
+                sweeps,
+                every,
+                sink,
+            )?;
+            self.sweep += sweeps;
+            return sink.sweep_done(self);
         }
         for _ in 0..sweeps {
             let measure = (self.sweep + 1) % every == 0;
@@ -252,6 +289,10 @@ impl Chain {
     /// The model.
     pub fn model(&self) -> &Model {
         &self.model
+    }
+    /// Whether the chain runs on a GPU.
+    pub fn on_gpu(&self) -> bool {
+        matches!(self.engine, Engine::SwGpu(_))
     }
     /// The update.
     pub fn update(&self) -> Update {

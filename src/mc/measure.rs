@@ -78,12 +78,18 @@ pub(crate) fn tally(model: &Model, spins: ArrayView2<'_, u8>, parallel: bool) ->
     } else {
         (0..h).map(row).fold((vec![0; q], 0), merge)
     };
-    let bonds = (h * (w - usize::from(!b.wraps_x())) + w * (h - usize::from(!b.wraps_y()))) as u64;
     Tally {
         counts,
         satisfied,
-        bonds,
+        bonds: bond_count(model),
     }
+}
+
+/// Neighbour pairs of the model's lattice, each once (wrapping ones where the boundary wraps).
+pub(crate) fn bond_count(model: &Model) -> u64 {
+    let (h, w) = model.dim();
+    let b = model.boundary();
+    (h * (w - usize::from(!b.wraps_x())) + w * (h - usize::from(!b.wraps_y()))) as u64
 }
 
 impl Tally {

@@ -56,6 +56,7 @@ mod rng;
 mod run_file;
 mod stats;
 mod sw;
+mod sw_gpu;
 mod wolff;
 
 pub use autocorr::{estimate, tau_int, Estimate, SOKAL_C};

@@ -53,18 +53,8 @@ impl SweepKey {
     }
 }
 
-/// `floor(p · 2³²)` as a threshold: an event of probability `p` happens when a word is below it
-/// (exact for p = 0 and p = 1).
-#[inline]
-pub(crate) fn threshold(p: f64) -> u64 {
-    if p <= 0.0 {
-        0
-    } else if p >= 1.0 {
-        1 << 32
-    } else {
-        (p * 4_294_967_296.0) as u64
-    }
-}
+/// `floor(p · 2³²)` (shared with the device sweeper, which takes the threshold ready-made).
+pub(crate) use crate::core::sweep::threshold;
 
 /// `floor(word · n / 2³²)`, a value in `0..n` (bias below n / 2³², negligible for n ≤ 255).
 #[inline]

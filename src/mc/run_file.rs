@@ -306,9 +306,11 @@ pub fn run_to_file(
             )));
         }
         // Built under a temporary name and renamed, so a failure leaves no half-made file.
-        let backend_name = match cfg.backend {
-            Backend::Cuda { .. } => "cuda",
-            _ => "cpu",
+        // What the chains run on (auto resolves to one of these).
+        let backend_name = if chains.iter().any(Chain::on_gpu) {
+            "cuda"
+        } else {
+            "cpu"
         };
         write_atomically(output, |tmp| create_file(cfg, tmp, backend_name))?;
         let _ = std::fs::remove_file(&ckpt);

@@ -48,8 +48,10 @@ impl SwendsenWang {
     pub fn new(model: &Model, options: Options) -> Result<Self> {
         super::check_cluster_model(model)?;
         options.parallelism.check()?;
-        let options =
-            Options::new(Connectivity::Four, model.boundary()).parallelism(options.parallelism);
+        // This is the CPU path (a GPU chain is `mc::Chain`'s business): the labeler stays here.
+        let options = Options::new(Connectivity::Four, model.boundary())
+            .parallelism(options.parallelism)
+            .backend(crate::Backend::Cpu);
         let (h, w) = model.dim();
         Ok(SwendsenWang {
             labeler: Labeler::with_options(options)?,

@@ -1,5 +1,6 @@
 //! PNG figures (feature `plot`, on by default): the cluster-size distribution `n_s` on log–log
-//! axes, and label images with one colour per cluster.
+//! axes, label images with one colour per cluster, the figures of percolation studies
+//! ([`plot_study`]) and of Monte Carlo runs ([`plot_run`]).
 //!
 //! - [`SizeDistribution`] (from [`crate::analysis`], re-exported here) accumulates cluster sizes
 //!   over one or many lattices (optionally leaving out the clusters that wrap or span) and gives
@@ -41,15 +42,18 @@ mod axes;
 mod encode;
 mod font;
 mod label_image;
+mod line_chart;
+mod mc_charts;
 mod palette;
 mod percolation_charts;
 mod size_chart;
 
 pub use crate::analysis::{SizeBin, SizeDistribution};
 pub use label_image::{plot_labels, Background, LabelImage, LabelImageOptions};
+pub use mc_charts::{plot_run, ChainPlot};
 pub use palette::label_colour;
 pub use percolation_charts::plot_study;
-pub use size_chart::{plot_size_distribution, SizePlotOptions};
+pub use size_chart::{guide_amplitude, plot_size_distribution, SizePlotOptions};
 
 use crate::{Error, Result};
 

@@ -38,10 +38,23 @@ impl Default for SizePlotOptions {
     }
 }
 
-/// The amplitude `A` of the guide `n_s = A s^−τ`: the mean of `log n_s + τ log s` over the bins
-/// clear of small-`s` corrections and of the finite-size cutoff (`s_min ≥ 10`, `s_max ≤
-/// largest / 10`); if fewer than two bins qualify, over those with `s_min ≥ 2`, else all.
-fn guide_amplitude(bins: &[SizeBin], tau: f64, largest: u64) -> Option<f64> {
+/// The amplitude `A` of the guide `n_s = A s^−τ` that [`plot_size_distribution`] draws over
+/// `bins` (the distribution's log bins; `largest` its largest size): the mean of
+/// `log n_s + τ log s` over the bins clear of small-`s` corrections and of the finite-size
+/// cutoff (`s_min ≥ 10`, `s_max ≤ largest / 10`); if fewer than two bins qualify, over those
+/// with `s_min ≥ 2`, else all. `None` without bins.
+///
+/// ```
+/// use clusterlab::plot::guide_amplitude;
+/// use clusterlab::SizeDistribution;
+///
+/// let mut ns = SizeDistribution::new();
+/// ns.add_sizes([1, 1, 1, 1, 2], 100);
+/// let bins = ns.log_binned(0);
+/// let a = guide_amplitude(&bins, 2.0, ns.largest()).unwrap();
+/// assert!((a - 0.04).abs() < 1e-12); // the one bin with s ≥ 2: n_2 · 2² = 0.01 · 4
+/// ```
+pub fn guide_amplitude(bins: &[SizeBin], tau: f64, largest: u64) -> Option<f64> {
     let pick =
         |f: &dyn Fn(&SizeBin) -> bool| -> Vec<&SizeBin> { bins.iter().filter(|b| f(b)).collect() };
     let mut chosen = pick(&|b| b.s_min >= 10 && b.s_max.saturating_mul(10) <= largest);

@@ -14,48 +14,83 @@ use std::time::Instant;
 
 #[derive(Debug, Args)]
 pub struct AnalyzeArgs {
-    /// The lattice: a 2-D array of booleans or non-negative integers in a .npy, .h5 or .hdf5 file.
-    input: PathBuf,
+    /// The lattice: a 2-D array of booleans or non-negative integers in a .npy, .h5 or .hdf5 file,
+    /// or a 3-D (T, H, W) stack of them with --frames.
+    pub input: PathBuf,
 
     /// Where to write the cluster table (replaced atomically). .csv: one row per cluster (header
     /// label,size,x_min,...,spans_y; flags 0/1). .h5/.hdf5: datasets /clusters/<column> with
     /// attributes shape, connectivity, boundary, count and segments, plus /labels and /lattice.
-    /// Without it, only the summary is printed.
+    /// Without it, only the summary is printed. A stack (--frames): .csv gets a leading column
+    /// frame; .h5 gets /clusters/<column> of every frame one after another plus /clusters/frame,
+    /// /labels (T', H, W) unless --no-labels, and /frames/<column> (one row per frame: frame,
+    /// clusters, largest, occupied, mean_size, p_infinity, percolating, wraps_x, wraps_y,
+    /// wraps_both, wraps_either, spans_x, spans_y, time_ms); no /lattice.
     #[arg(short, long, value_name = "PATH")]
-    output: Option<PathBuf>,
+    pub output: Option<PathBuf>,
 
     #[command(flatten)]
-    lattice: LatticeArgs,
+    pub lattice: LatticeArgs,
+
+    /// Analyze a 3-D (T, H, W) stack frame by frame, each with the same settings: all, K or A:B
+    /// (A up to but not including B). Frames are read one at a time.
+    #[arg(long, value_name = "all|K|A:B", value_parser = crate::stack::parse_frames,
+          allow_negative_numbers = true)]
+    pub frames: Option<clusterlab::io::FrameSelection>,
+
+    /// Write the cluster-size distribution n_s (clusters of s sites per lattice site, over all
+    /// frames) as numbers. .csv: one table, columns binning,s_min,s_max,s,count,n_s,stderr; rows
+    /// with binning "none" are the sizes that occur (s_min = s_max = s), rows with "log" the
+    /// log bins of --bins-per-decade (s the geometric mean of the bin's edges, n_s averaged over
+    /// the bin's sizes). .h5: groups /ns (s, count, n_s, stderr) and /ns_log (s_min, s_max, s,
+    /// count, n_s, stderr). stderr: the standard error of the mean over frames; empty in CSV,
+    /// NaN in HDF5, for a single lattice.
+    #[arg(long, value_name = "FILE")]
+    pub ns: Option<PathBuf>,
+
+    /// --ns: logarithmic bins per decade of s, from 0 to 100 (0: every size its own bin).
+    #[arg(long, value_name = "N", default_value_t = 5,
+          value_parser = clap::value_parser!(u32).range(0..=100))]
+    pub bins_per_decade: u32,
+
+    /// --ns: leave out the clusters that wrap (periodic axes) or span (open axes).
+    #[arg(short = 'x', long, requires = "ns")]
+    pub exclude_percolating: bool,
 
     /// Make no label image: HDF5 output holds only the cluster table (no /labels, no
     /// /lattice), and a GPU computing --shape tables writes no labels at all.
     #[arg(long)]
-    no_labels: bool,
+    pub no_labels: bool,
 
     /// Only the shape columns (size, bounding box, centroid, gyration, wrapping, spanning): no
     /// perimeters, no filled area. On a GPU backend these are computed entirely on the device.
     #[arg(long)]
-    shape: bool,
+    pub shape: bool,
 
-    /// Where to run: cpu, cuda (GPU 0; gpu is an alias), cuda:N or auto (the GPU when one is
-    /// usable). On a GPU, --shape tables are computed on the device; full tables label there and
-    /// measure the perimeters on the CPU. Tables are identical on every backend.
-    #[arg(long, value_name = "BACKEND", default_value = "cpu", value_parser = parse_backend)]
-    backend: Backend,
+    /// Where to run: auto (the default of every subcommand: a usable NVIDIA GPU, else the CPU),
+    /// cpu, cuda (GPU 0; gpu is an alias) or cuda:N. On a GPU, --shape tables are computed on
+    /// the device; full tables label there and measure the perimeters on the CPU. Tables are
+    /// identical on every backend.
+    #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = parse_backend)]
+    pub backend: Backend,
 
     #[command(flatten)]
-    out: OutputArgs,
+    pub out: OutputArgs,
 
     /// Print the summary as one JSON object (keys: command, input, dtype, height, width,
     /// connectivity, boundary, segments, clusters, largest, largest_fraction, mean_size,
     /// p_infinity, percolating, wraps_x, wraps_y, wraps_both, wraps_either, spans_x, spans_y,
-    /// time_ms, threads, backend, output).
+    /// time_ms, threads, backend, output, ns). A stack gives one document with those keys for
+    /// the run (time_ms the total; no per-lattice statistics) plus frames_in_file, frame_start,
+    /// frame_end and frames: a list of one object per frame (frame, clusters, largest,
+    /// largest_fraction, occupied, mean_size, p_infinity, percolating, wraps_x, wraps_y,
+    /// wraps_both, wraps_either, spans_x, spans_y, time_ms).
     #[arg(long)]
-    json: bool,
+    pub json: bool,
 }
 
 /// Whether the table goes to CSV (else HDF5), refusing other extensions before any work.
-fn table_format(out: &Path) -> Result<bool> {
+pub fn table_format(out: &Path) -> Result<bool> {
     let ext = out
         .extension()
         .and_then(|e| e.to_str())
@@ -71,6 +106,14 @@ fn table_format(out: &Path) -> Result<bool> {
 }
 
 pub fn run(args: AnalyzeArgs) -> Result<()> {
+    if let Some(ns) = &args.ns {
+        crate::ns::check(ns)?;
+    }
+    if let Some(frames) =
+        crate::stack::selection(&args.input, args.lattice.dataset.as_deref(), args.frames)?
+    {
+        return crate::analyze_frames::run(&args, frames);
+    }
     let csv = match &args.output {
         None => false,
         Some(out) => {
@@ -114,6 +157,12 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
         (table, Some(labels))
     };
     let elapsed = start.elapsed();
+    if let Some(path) = &args.ns {
+        stage.set(format!("writing {}", path.display()));
+        let mut ns = crate::ns::Ns::new(args.bins_per_decade, args.exclude_percolating);
+        ns.add(&table);
+        ns.write(path)?;
+    }
     if let Some(out) = &args.output {
         stage.set(format!("writing {}", out.display()));
         if csv {
@@ -164,6 +213,7 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
             "threads": threads,
             "backend": analyzer.backend_name(),
             "output": args.output.as_ref().map(|o| o.display().to_string()),
+            "ns": args.ns.as_ref().map(|o| o.display().to_string()),
         }));
     } else if !args.out.quiet {
         let mut text = format!(
@@ -187,13 +237,16 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
         if let Some(out) = &args.output {
             text.push_str(&format!("output     {}\n", out.display()));
         }
+        if let Some(ns) = &args.ns {
+            text.push_str(&format!("n_s        {}\n", ns.display()));
+        }
         print_stdout(&text);
     }
     Ok(())
 }
 
 /// The lattice's statistics as summary lines: clusters, largest, S, P∞, wrapping, spanning.
-fn summary(s: &LatticeStats, boundary: Boundary) -> String {
+pub fn summary(s: &LatticeStats, boundary: Boundary) -> String {
     let yes = |b: bool| if b { "yes" } else { "no" };
     let fraction = |n: u64| {
         if s.sites > 0 {

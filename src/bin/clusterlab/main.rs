@@ -2,15 +2,20 @@
 //! per subcommand; what they share is in `args.rs`.
 
 mod analyze;
+mod analyze_frames;
 mod args;
 mod generate;
 mod label;
 #[cfg(feature = "hdf5")]
 mod mc;
+mod ns;
 #[cfg(feature = "hdf5")]
 mod percolation;
 #[cfg(feature = "plot")]
 mod plot;
+#[cfg(feature = "plot")]
+mod plot_data;
+mod stack;
 
 use clap::{Parser, Subcommand};
 use std::process::ExitCode;

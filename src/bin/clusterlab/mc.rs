@@ -18,6 +18,10 @@ pub enum McCommand {
     /// Summarise a run file: per chain, energy, |m|, specific heat, susceptibility and Binder
     /// cumulant with error bars (from τ_int, Sokal's window c = 6) — a table, or JSON.
     Report(ReportArgs),
+    /// Draw a run file's figures: time series and histograms of e and |m| per chain; U4, χ, c
+    /// and e against T with error bars and the exact T_c.
+    #[cfg(feature = "plot")]
+    Plot(PlotArgs),
 }
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
@@ -40,11 +44,11 @@ pub enum AlgorithmName {
 
 #[derive(Debug, Clone, Copy, ValueEnum)]
 pub enum BackendName {
-    /// The CPU for now (the GPU path is not yet written).
+    /// Swendsen–Wang on GPU 0 when it opens, else (and Wolff, Metropolis always) the CPU.
     Auto,
     /// The CPU.
     Cpu,
-    /// An NVIDIA GPU: not yet on this backend (a clear error).
+    /// GPU 0, device-resident (Swendsen–Wang only).
     Cuda,
 }
 
@@ -118,12 +122,62 @@ pub struct ReportArgs {
     pub json: bool,
 }
 
+#[cfg(feature = "plot")]
+#[derive(Debug, Args)]
+pub struct PlotArgs {
+    /// The run file.
+    pub run: PathBuf,
+    /// The folder for the PNGs (created if missing).
+    #[arg(long)]
+    pub output_dir: PathBuf,
+}
+
 /// Runs an `mc` subcommand.
 pub fn run(command: McCommand) -> Result<()> {
     match command {
         McCommand::Run(a) => run_chains(a),
         McCommand::Report(a) => report(a),
+        #[cfg(feature = "plot")]
+        McCommand::Plot(a) => plot(a),
     }
+}
+
+#[cfg(feature = "plot")]
+fn plot(a: PlotArgs) -> Result<()> {
+    use clusterlab::mc::{potts_tc, ISING_TC};
+    use clusterlab::plot::{plot_run, ChainPlot};
+    let data = read_run(&a.run)?;
+    let attr = |k: &str| data.attribute(k).unwrap_or("?").to_string();
+    let sites = attr("L").parse::<usize>().unwrap_or(0) * attr("M").parse::<usize>().unwrap_or(0);
+    // The exact T_c of the model on the square lattice (J = 1), drawn as a guide.
+    let critical = match (attr("model").as_str(), attr("q").parse::<u8>()) {
+        ("ising", _) => Some(ISING_TC),
+        ("potts", Ok(q)) if q >= 2 => Some(potts_tc(q)),
+        _ => None,
+    };
+    let title = format!(
+        "{} q={} {}x{} {}",
+        attr("model"),
+        attr("q"),
+        attr("L"),
+        attr("M"),
+        attr("algorithm")
+    );
+    let chains: Vec<ChainPlot<'_>> = data
+        .chains
+        .iter()
+        .map(|c| ChainPlot {
+            temperature: c.temperature,
+            sweeps: &c.sweeps,
+            samples: &c.samples,
+        })
+        .collect();
+    std::fs::create_dir_all(&a.output_dir)
+        .with_context(|| format!("cannot create {}", a.output_dir.display()))?;
+    for p in plot_run(&title, &chains, sites, critical, &a.output_dir)? {
+        eprintln!("wrote {}", p.display());
+    }
+    Ok(())
 }
 
 fn run_chains(a: RunArgs) -> Result<()> {
@@ -140,10 +194,9 @@ fn run_chains(a: RunArgs) -> Result<()> {
         ModelName::Potts => Model::potts(a.q, h, w, t0.abs().max(1.0)),
     }?;
     let backend = match a.backend {
-        BackendName::Auto | BackendName::Cpu => Backend::Cpu,
-        BackendName::Cuda => {
-            bail!("Monte Carlo is not yet on the CUDA backend: use --backend cpu (or auto)")
-        }
+        BackendName::Auto => Backend::Auto,
+        BackendName::Cpu => Backend::Cpu,
+        BackendName::Cuda => Backend::Cuda { device: 0 },
     };
     let update = match a.algorithm {
         AlgorithmName::Sw => Update::SwendsenWang,

@@ -114,8 +114,23 @@ pub struct PlotArgs {
     #[arg(long, value_name = "K", default_value_t = 1, value_parser = parse_pixel_count)]
     scale: u32,
 
+    /// Also write the numbers behind the chart (replaced atomically; .csv, or .h5 with the
+    /// columns under /plot). sizes: one row per plotted point, columns chart (sizes), s_min,
+    /// s_max, s (where the point is drawn), count, n_s and guide (the dashed line A s^-τ at s;
+    /// empty without it). labels: one row per cluster, columns chart (labels), label, size, r, g,
+    /// b (its colour in the image).
+    #[arg(long, value_name = "FILE")]
+    data: Option<PathBuf>,
+
+    /// Print the summary as one JSON object. Keys: command, kind, output, data, source,
+    /// connectivity, boundary, segments; sizes adds samples, sites, clusters, excluded, largest,
+    /// points, bins_per_decade, guide_tau and guide_amplitude (null without a guide); labels adds
+    /// height, width, clusters, image_width, image_height, block and scale.
+    #[arg(long)]
+    json: bool,
+
     /// Print nothing but errors.
-    #[arg(short, long)]
+    #[arg(short, long, conflicts_with = "json")]
     quiet: bool,
 }
 
@@ -194,6 +209,10 @@ pub fn run(args: PlotArgs) -> Result<()> {
     check_output_folder(&output)?;
     let inputs: Vec<&Path> = args.inputs.iter().map(PathBuf::as_path).collect();
     check_not_input(&output, &inputs, "an input lattice")?;
+    if let Some(data) = &args.data {
+        crate::plot_data::check(data, &output)?;
+        check_not_input(data, &inputs, "an input lattice")?;
+    }
     if args.kind == PlotKind::Labels {
         if args.inputs.len() > 1 {
             bail!(
@@ -249,7 +268,23 @@ pub fn run(args: PlotArgs) -> Result<()> {
         if segments { ", segments" } else { "" }
     );
 
-    let stage = Stage::new(args.quiet);
+    let stage = Stage::new(args.quiet || args.json);
+    let json = |kind: &str, mut extra: serde_json::Value| {
+        let mut doc = serde_json::json!({
+            "command": "plot",
+            "kind": kind,
+            "output": output.display().to_string(),
+            "data": args.data.as_ref().map(|d| d.display().to_string()),
+            "source": what.clone(),
+            "connectivity": connectivity.neighbours(),
+            "boundary": boundary.name(),
+            "segments": segments,
+        });
+        if let (Some(doc), Some(extra)) = (doc.as_object_mut(), extra.as_object_mut()) {
+            doc.append(extra);
+        }
+        crate::args::print_json(&doc);
+    };
     match args.kind {
         PlotKind::Sizes => {
             let exclude = args.exclude_percolating;
@@ -334,8 +369,32 @@ pub fn run(args: PlotArgs) -> Result<()> {
             });
             stage.set(format!("drawing {}", output.display()));
             plot_size_distribution(&output, &distribution, &options)?;
+            let bins = distribution.log_binned(args.bins_per_decade);
+            let guide = options.guide.and_then(|tau| {
+                clusterlab::plot::guide_amplitude(&bins, tau, distribution.largest())
+                    .map(|a| (tau, a))
+            });
+            if let Some(data) = &args.data {
+                stage.set(format!("writing {}", data.display()));
+                crate::plot_data::write_sizes(data, &bins, guide)?;
+            }
             drop(stage);
-            if !args.quiet {
+            if args.json {
+                json(
+                    "sizes",
+                    serde_json::json!({
+                        "samples": distribution.samples(),
+                        "sites": distribution.sites(),
+                        "clusters": distribution.clusters(),
+                        "excluded": distribution.excluded(),
+                        "largest": distribution.largest(),
+                        "points": bins.len(),
+                        "bins_per_decade": args.bins_per_decade,
+                        "guide_tau": guide.map(|g| g.0),
+                        "guide_amplitude": guide.map(|g| g.1),
+                    }),
+                );
+            } else if !args.quiet {
                 let bins = distribution.log_binned(args.bins_per_decade).len();
                 let left_out = if exclude {
                     format!(
@@ -381,8 +440,25 @@ pub fn run(args: PlotArgs) -> Result<()> {
             options.scale = args.scale;
             stage.set(format!("drawing {}", output.display()));
             let image = plot_labels(&output, labels.array().view(), &options)?;
+            if let Some(data) = &args.data {
+                stage.set(format!("writing {}", data.display()));
+                crate::plot_data::write_labels(data, &labels, options.background)?;
+            }
             drop(stage);
-            if !args.quiet {
+            if args.json {
+                json(
+                    "labels",
+                    serde_json::json!({
+                        "height": h,
+                        "width": w,
+                        "clusters": labels.count(),
+                        "image_width": image.width,
+                        "image_height": image.height,
+                        "block": image.block,
+                        "scale": image.scale,
+                    }),
+                );
+            } else if !args.quiet {
                 let mut pixels = format!("image {}x{} (WxH)", image.width, image.height);
                 if image.block > 1 {
                     pixels.push_str(&format!(", {0}x{0} sites per pixel", image.block));

@@ -1,14 +1,44 @@
 //! Compiled modules: what the runtime needs to know of a module ([`ModuleSpec`], stated by each
 //! kernel family, so that the runtime names none), its compilation (once per context and
-//! configuration, cached for the process) and its kernels by name.
+//! configuration, cached for the process and on disk, see [`super::disk_cache`]) and its
+//! kernels by name.
 
+use super::disk_cache::{self, Source};
 use super::driver::{cuda_err, no_panic, Gpu};
-use super::nvrtc::{compile_cubin, target_arch};
+use super::nvrtc::{compile_cubin, nvrtc_version, target_arch};
 use crate::{Error, Result};
 use cudarc::driver::{sys, CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// What kernel compilation has cost this process: modules compiled by NVRTC, modules read from
+/// the on-disk cache, and the time spent in both (what `clusterlab label --timings` reports as
+/// "compile").
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct CompileStats {
+    /// Modules NVRTC compiled in this process.
+    pub compiled: u64,
+    /// Modules read from the on-disk kernel cache.
+    pub from_disk: u64,
+    /// Time spent compiling, reading the cache and loading modules into a context.
+    pub time: Duration,
+}
+
+static COMPILED: AtomicU64 = AtomicU64::new(0);
+static FROM_DISK: AtomicU64 = AtomicU64::new(0);
+static COMPILE_NANOS: AtomicU64 = AtomicU64::new(0);
+
+/// What kernel compilation has cost this process so far.
+pub fn compile_stats() -> CompileStats {
+    CompileStats {
+        compiled: COMPILED.load(Relaxed),
+        from_disk: FROM_DISK.load(Relaxed),
+        time: Duration::from_nanos(COMPILE_NANOS.load(Relaxed)),
+    }
+}
 
 /// One module as its family states it: the program, the files it `#include`s, its kernels.
 pub(crate) trait ModuleSpec {
@@ -92,19 +122,57 @@ impl Gpu {
     }
 
     fn compile(&self, spec: &impl ModuleSpec) -> Result<Module> {
+        let start = Instant::now();
+        let r = self.compile_timed(spec);
+        COMPILE_NANOS.fetch_add(start.elapsed().as_nanos() as u64, Relaxed);
+        r
+    }
+
+    fn compile_timed(&self, spec: &impl ModuleSpec) -> Result<Module> {
         let name = spec.name();
         let src = spec.source();
         let arch = no_panic("asking NVRTC for its architectures", || {
             target_arch(self.cc.0 * 10 + self.cc.1)
         })?;
-        let cubin = no_panic("compiling with NVRTC", || {
-            compile_cubin(&name, &src, spec.headers(), &arch)
-        })?;
+        let nvrtc = no_panic("asking NVRTC for its version", nvrtc_version)?;
+        // Everything the binary depends on is in the key: a change to any is a new entry.
+        let mut parts: Vec<&[u8]> = vec![
+            env!("CARGO_PKG_VERSION").as_bytes(),
+            nvrtc.as_bytes(),
+            arch.as_bytes(),
+            src.as_bytes(),
+        ];
+        for (n, body) in spec.headers() {
+            parts.push(n.as_bytes());
+            parts.push(body.as_bytes());
+        }
+        let key = disk_cache::key_of(&parts);
+        let dir = disk_cache::cache_dir();
+        let build = || {
+            no_panic("compiling with NVRTC", || {
+                compile_cubin(&name, &src, spec.headers(), &arch)
+            })
+        };
+        let (cubin, source) = disk_cache::load_or_compile(dir.as_deref(), key, build)?;
         self.bind()?;
-        let module = self
-            .ctx
-            .load_module(Ptx::from_binary(cubin))
-            .map_err(|e| cuda_err(&format!("loading the module of {name}"), e))?;
+        let module = match self.ctx.load_module(Ptx::from_binary(cubin)) {
+            Ok(m) => m,
+            // A cached binary the driver refuses (damaged in a way the checksum missed, or
+            // written by another driver): compile it again once.
+            Err(_) if source == Source::Disk => {
+                disk_cache::forget(dir.as_deref(), key);
+                let (cubin, _) = disk_cache::load_or_compile(dir.as_deref(), key, build)?;
+                COMPILED.fetch_add(1, Relaxed);
+                self.ctx
+                    .load_module(Ptx::from_binary(cubin))
+                    .map_err(|e| cuda_err(&format!("loading the module of {name}"), e))?
+            }
+            Err(e) => return Err(cuda_err(&format!("loading the module of {name}"), e)),
+        };
+        match source {
+            Source::Disk => FROM_DISK.fetch_add(1, Relaxed),
+            Source::Compiled => COMPILED.fetch_add(1, Relaxed),
+        };
         let mut funcs = Vec::new();
         for k in spec.kernels() {
             let f = module

@@ -30,6 +30,16 @@ pub(crate) fn target_arch(sm: i32) -> Result<String> {
     }
 }
 
+/// NVRTC's version, e.g. `"13.0"` (part of the on-disk kernel cache's key).
+pub(crate) fn nvrtc_version() -> Result<String> {
+    let (mut major, mut minor) = (0i32, 0i32);
+    // SAFETY: a plain query into two integers.
+    unsafe { nsys::nvrtcVersion(&mut major, &mut minor) }
+        .result()
+        .map_err(|e| Error::Cuda(format!("nvrtcVersion: {e:?}")))?;
+    Ok(format!("{major}.{minor}"))
+}
+
 /// Compiles `src` for `arch` with NVRTC (a CUBIN, or PTX for a virtual architecture), with
 /// `headers` (`(name, contents)`) available to its `#include`s; a failed compile returns NVRTC's
 /// log.

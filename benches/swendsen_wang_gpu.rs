@@ -1,0 +1,104 @@
+//! ns per spin update (sweep time / L²) of the device-resident Swendsen–Wang at T_c of the
+//! Ising model on GPU 0: batches of sweeps timed with CUDA events (no host synchronisation
+//! inside a batch), medians of 7 batches after a warm-up from a random start; then each
+//! kernel's median time over 20 sweeps, unmeasured and measured, and the bytes a sweep must
+//! move against the card's memory bandwidth (H100 3.0 TB/s, H200 4.2 TB/s as quoted in the
+//! issue). `cargo bench --bench swendsen_wang_gpu [-- L...]` (default L = 1024 4096 8192 16384).
+
+use clusterlab::cuda::{cuda_available, cudarc::driver::sys, CudaSwendsenWang};
+use clusterlab::mc::{Model, ISING_TC};
+use clusterlab::Boundary;
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn main() {
+    let info = match cuda_available() {
+        Ok(i) => i,
+        Err(e) => {
+            println!("no GPU: {e}");
+            return;
+        }
+    };
+    let sizes: Vec<usize> = std::env::args()
+        .skip(1)
+        .filter_map(|a| a.parse().ok())
+        .collect();
+    let sizes = if sizes.is_empty() {
+        vec![1024, 4096, 8192, 16384]
+    } else {
+        sizes
+    };
+    let peak = if info.name.contains("H200") {
+        4.2e12
+    } else if info.name.contains("H100") {
+        3.0e12
+    } else {
+        f64::NAN
+    };
+    println!("device: {} ({} SMs)", info.name, info.multiprocessors);
+    println!(
+        "{:>6} {:>8} {:>14} {:>12} {:>10} {:>9}",
+        "L", "sweeps", "ns/spin update", "updates/ns", "GB/s", "of floor"
+    );
+    let mut kernels = Vec::new();
+    for &l in &sizes {
+        let p = Model::ising(l, l, ISING_TC).unwrap().bond_probability();
+        let mut sw = CudaSwendsenWang::new(0, l, l, 2, Boundary::Periodic, p, 1, 0).unwrap();
+        // A random start (splitmix64 bits), then a warm-up.
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let spins: Vec<u8> = (0..l * l)
+            .map(|_| {
+                x = x.wrapping_add(0x9e37_79b9_7f4a_7c15);
+                let mut z = x;
+                z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+                z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+                ((z ^ (z >> 31)) & 1) as u8
+            })
+            .collect();
+        sw.upload_spins(&spins).unwrap();
+        let mut sweep = 0u64;
+        sw.queue_sweeps(sweep, 50).unwrap();
+        sweep += 50;
+        let batch = ((1u64 << 31) / (l * l) as u64).clamp(5, 500);
+        let stream = sw.stream().clone();
+        let flags = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let times: Vec<f64> = (0..7)
+            .map(|_| {
+                let e0 = stream.record_event(flags).unwrap();
+                sw.queue_sweeps(sweep, batch).unwrap();
+                sweep += batch;
+                let e1 = stream.record_event(flags).unwrap();
+                let ms = f64::from(e0.elapsed_ms(&e1).unwrap());
+                ms * 1e6 / (batch as f64 * (l * l) as f64)
+            })
+            .collect();
+        let ns = median(times);
+        let gbs = sw.bytes_per_sweep(false) / (ns * (l * l) as f64);
+        println!(
+            "{l:>6} {batch:>8} {ns:>14.4} {:>12.1} {:>10.0} {:>8.0}%",
+            1.0 / ns,
+            gbs,
+            100.0 * gbs * 1e9 / peak
+        );
+        for measure in [false, true] {
+            let t = sw.kernel_times(sweep, 20, measure).unwrap();
+            sweep += 20;
+            kernels.push((l, measure, t, sw.bytes_per_sweep(measure)));
+        }
+    }
+    println!("\nper kernel (median ms over 20 sweeps; sum = one sweep):");
+    for (l, measure, t, bytes) in kernels {
+        let total: f64 = t.iter().map(|(_, ms)| ms).sum();
+        let parts: Vec<String> = t.iter().map(|(n, ms)| format!("{n} {ms:.3}")).collect();
+        println!(
+            "L={l:>5} {:>10}: {} | total {total:.3} ms = {:.4} ns/spin update, {:.0}% of floor",
+            if measure { "measured" } else { "unmeasured" },
+            parts.join(", "),
+            total * 1e6 / (l * l) as f64,
+            100.0 * bytes / (total * 1e-3) / peak
+        );
+    }
+}
