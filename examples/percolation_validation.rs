@@ -85,6 +85,7 @@ fn main() -> ExitCode {
             seed,
             p_grid: StudyConfig::default_grid(model),
             command: "percolation_validation".into(),
+            method: Default::default(),
         };
         let mut study = Study::new(config).expect("valid settings");
         study

@@ -6,6 +6,7 @@
 use crate::core::backend::LabelBackend;
 use crate::core::region::{Criterion, Plan, Sample};
 use crate::core::sweep::{SwParams, SwTally};
+use crate::measure::fixed_p::{BatchSpec, BatchStats};
 use crate::{Boundary, ClusterTable, Connectivity, Error, Labels, Result, SiteValue};
 use ndarray::ArrayView2;
 
@@ -65,6 +66,18 @@ impl CudaRegionGrower {
         match self.0 {}
     }
     pub(crate) fn grow_host<T: Sample>(&mut self, _: &[T], _: &Plan, _: &mut [u8]) -> Result<()> {
+        match self.0 {}
+    }
+}
+
+/// Fixed-p batches on the GPU: never, in this build.
+pub(crate) struct PercolationBatch(Never);
+
+impl PercolationBatch {
+    pub(crate) fn on(device: &CudaDevice) -> Result<Self> {
+        match device.0 {}
+    }
+    pub(crate) fn run(&mut self, _: &BatchSpec, _: Option<&[u8]>) -> Result<BatchStats> {
         match self.0 {}
     }
 }

@@ -17,6 +17,7 @@ fn config(seed: u64, samples: u64) -> StudyConfig {
         seed,
         p_grid: vec![0.55, 0.59, 0.6, 0.65],
         command: "test".into(),
+        method: Default::default(),
     }
 }
 

@@ -123,7 +123,7 @@ fn run_report_merge_and_refusals() {
         vec![
             "run",
             "--model",
-            "site",
+            "bond",
             "--sizes",
             "8",
             "--samples",
@@ -146,6 +146,42 @@ fn run_report_merge_and_refusals() {
             "{r:?} touched the file"
         );
     }
+
+    // Fixed-p: run, resume to more samples (the same sums as one run), report.
+    let fixed = |samples: &str, out: &str, extra: &[&str]| {
+        let mut a = vec![
+            "run",
+            "--model",
+            "site",
+            "--sizes",
+            "8,12",
+            "--samples",
+            samples,
+            "--method",
+            "fixed-p",
+            "--p",
+            "0.55:0.63:0.02",
+            "--backend",
+            "cpu",
+            "--output",
+            out,
+        ];
+        a.extend_from_slice(extra);
+        let o = clusterlab(d, &a);
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    fixed("40", "f.h5", &[]);
+    fixed("90", "f.h5", &["--resume"]);
+    fixed("90", "g.h5", &[]);
+    let report = |f: &str| -> serde_json::Value {
+        let out = clusterlab(d, &["report", f, "--json"]);
+        serde_json::from_slice(&out.stdout).unwrap()
+    };
+    let (f, g) = (report("f.h5"), report("g.h5"));
+    assert_eq!(f["method"], "fixed-p");
+    assert_eq!(f["samples"], 180);
+    assert_eq!(f["sizes"], g["sizes"]);
+    assert_eq!(f["p_c"], g["p_c"]);
 
     // Resume to more samples, then merge with a disjoint seed.
     let mut more = RUN.to_vec();

@@ -233,6 +233,7 @@ fn study_file_bytes(dir: &Path) -> Vec<u8> {
         seed: 1,
         p_grid: vec![0.55, 0.6],
         command: "fuzz".into(),
+        method: Default::default(),
     })
     .unwrap();
     let options = clusterlab::Options::default().parallelism(clusterlab::Parallelism::Sequential);

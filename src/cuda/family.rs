@@ -26,6 +26,10 @@ pub(crate) const HEADERS: &[(&str, &str)] = &[
     ("regions.cu", include_str!("../../kernels/regions.cu")),
     ("tile_merge.cu", include_str!("../../kernels/tile_merge.cu")),
     (
+        "percolation_batch.cu",
+        include_str!("../../kernels/percolation_batch.cu"),
+    ),
+    (
         "swendsen_wang.cu",
         include_str!("../../kernels/swendsen_wang.cu"),
     ),

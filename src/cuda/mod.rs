@@ -60,7 +60,9 @@ mod family;
 mod ha4;
 mod label_equivalence;
 mod labeler;
+mod percolation_batch;
 mod regions;
+mod rows;
 mod runtime;
 mod sw_chain;
 mod swendsen_wang;
@@ -70,6 +72,7 @@ pub use crate::core::size_counts::{PercolatingCluster, SizeCounts};
 pub use analyzer::CudaAnalyzer;
 pub use cudarc;
 pub use labeler::CudaLabeler;
+pub(crate) use percolation_batch::PercolationBatch;
 pub use regions::CudaRegionGrower;
 pub use runtime::{
     compile_stats, host_call_timings, record_timings, CompileStats, HostCallTimings,
@@ -85,8 +88,8 @@ use crate::{Error, Labels, Result};
 use cudarc::driver::{result as dres, CudaContext, CudaStream, DevicePtr, DevicePtrMut};
 use engine::{family_of, Engine, Job};
 use family::SiteType;
-use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis};
-use rayon::prelude::*;
+use ndarray::{Array2, ArrayView2, ArrayViewMut2};
+use rows::{copy_rows, fill_rows};
 use runtime::{cuda_err, DevBuf, Gpu, PinnedBuf};
 use std::sync::Arc;
 
@@ -337,38 +340,6 @@ impl CudaBackend {
             runtime::timings::add(staged, ms(&e0, &e1)?, ms(&e1, &e2)?, ms(&e2, &e3)?);
         }
         Ok(count)
-    }
-}
-
-/// Rows of `src` into the contiguous `dst` (in parallel for large lattices).
-fn fill_rows<T: SiteValue>(src: ArrayView2<'_, T>, dst: &mut [T]) {
-    let w = src.ncols();
-    let row = |(d, s): (&mut [T], ndarray::ArrayView1<'_, T>)| match s.as_slice() {
-        Some(s) => d.copy_from_slice(s),
-        None => d.iter_mut().zip(s.iter()).for_each(|(d, &s)| *d = s),
-    };
-    if dst.len() >= 1 << 20 {
-        dst.par_chunks_mut(w)
-            .zip(src.axis_iter(Axis(0)).into_par_iter())
-            .for_each(row);
-    } else {
-        dst.chunks_mut(w).zip(src.axis_iter(Axis(0))).for_each(row);
-    }
-}
-
-/// The contiguous `src` into the rows of `dst` (in parallel for large lattices).
-fn copy_rows(src: &[u32], dst: &mut ArrayViewMut2<'_, u32>) {
-    let w = dst.ncols();
-    let row = |(s, mut d): (&[u32], ndarray::ArrayViewMut1<'_, u32>)| match d.as_slice_mut() {
-        Some(d) => d.copy_from_slice(s),
-        None => d.iter_mut().zip(s).for_each(|(d, &s)| *d = s),
-    };
-    if src.len() >= 1 << 20 {
-        src.par_chunks(w)
-            .zip(dst.axis_iter_mut(Axis(0)).into_par_iter())
-            .for_each(row);
-    } else {
-        src.chunks(w).zip(dst.axis_iter_mut(Axis(0))).for_each(row);
     }
 }
 

@@ -7,6 +7,7 @@
 //! `crate::analysis` re-exports its public types.
 
 pub(crate) mod columns;
+pub(crate) mod fixed_p;
 pub(crate) mod moments;
 pub(crate) mod size_distribution;
 pub(crate) mod stats;

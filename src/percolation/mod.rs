@@ -1,9 +1,10 @@
 //! Percolation-threshold studies: Newman–Ziff microcanonical sweeps with wrapping detection by
-//! winding, canonical curves by the binomial convolution, `p_c` and `τ` with standard errors, and
-//! resumable, mergeable HDF5 study files.
+//! winding, canonical curves by the binomial convolution, fixed-`p` sampling in batches on the
+//! GPU or the CPU ([`BatchSampler`]: identical results on both; [`Method::FixedP`] studies),
+//! `p_c` and `τ` with standard errors, and resumable, mergeable HDF5 study files.
 //!
 //! ```
-//! use clusterlab::percolation::{Model, Study, StudyConfig, Wrapping};
+//! use clusterlab::percolation::{Method, Model, Study, StudyConfig, Wrapping};
 //! use clusterlab::{Boundary, Connectivity, Options};
 //! use std::time::Duration;
 //!
@@ -16,6 +17,7 @@
 //!     seed: 1,
 //!     p_grid: StudyConfig::default_grid(model),
 //!     command: String::new(),
+//!     method: Method::NewmanZiff,
 //! };
 //! let mut study = Study::new(config)?;
 //! study.run(&Options::default(), Duration::from_secs(5), |_, _| Ok(()))?;
@@ -30,9 +32,11 @@
 //! `R^(1) = R^(h) − R^(b)`; on open axes "wraps" reads "spans". `P∞` is the fraction of sites in
 //! percolating clusters; `S = Σ′ s² / Σ′ s` over the others.
 
+mod batch;
 mod binomial;
 mod canonical;
 mod estimate;
+mod fixed;
 mod forest;
 mod model;
 mod newman_ziff;
@@ -44,12 +48,16 @@ mod tau;
 #[cfg(test)]
 mod tests;
 
+pub use batch::{
+    label_batch, threshold, BatchSampler, BatchSpec, BatchStats, SampleStats, MAX_BATCH_SITES,
+};
 pub use binomial::BinomialWeights;
 pub use canonical::{AtP, Curves, Estimate, Wrapping};
 pub use estimate::{crossing, extrapolate, weighted_line, Crossing, LineFit, NU, TAU};
+pub use fixed::{FixedSums, COUNT_NAMES, MOMENT_NAMES};
 pub use model::{Geometry, Model, MAX_UNITS};
 pub use newman_ziff::{sample_order, Sweeper};
-pub use study::{Progress, SizeResult, Study, StudyConfig, StudyResults, MAX_SAMPLES};
+pub use study::{Method, Progress, SizeResult, Study, StudyConfig, StudyResults, MAX_SAMPLES};
 #[cfg(feature = "hdf5")]
 pub use study_file::{merge_files, read_study, write_study};
 pub use sums::{MicroSums, SampleRecord, EVENT_NAMES, NEVER};

@@ -1,15 +1,58 @@
 //! A percolation study: a model, a boundary, several lattice sizes and a number of samples per
 //! size, run in batches with a checkpoint after each, and the estimates derived from its sums.
 
+use super::batch::{BatchSampler, BatchSpec};
 use super::canonical::{AtP, Curves, Estimate, Wrapping};
 use super::estimate::{crossing, extrapolate, Crossing, LineFit};
+use super::fixed::FixedSums;
 use super::model::{Geometry, Model};
 use super::newman_ziff::run_samples;
 use super::sums::MicroSums;
 use super::tau::{fit_tau, TauFit};
-use crate::cpu::pool::CpuPool;
+use crate::device::Device;
 use crate::{Backend, Boundary, Error, Options, Result};
+use std::fmt;
+use std::str::FromStr;
 use std::time::{Duration, Instant};
+
+/// How a study samples.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Method {
+    /// Newman–Ziff microcanonical sweeps (CPU): every `p` at once by the binomial convolution.
+    #[default]
+    NewmanZiff,
+    /// Independent lattices at each `p` of the grid, in batches (GPU or CPU).
+    FixedP,
+}
+
+impl Method {
+    /// `"newman-ziff"` or `"fixed-p"`, as on the command line and in study files.
+    pub fn name(self) -> &'static str {
+        match self {
+            Method::NewmanZiff => "newman-ziff",
+            Method::FixedP => "fixed-p",
+        }
+    }
+}
+
+impl fmt::Display for Method {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+impl FromStr for Method {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Method> {
+        match s {
+            "newman-ziff" => Ok(Method::NewmanZiff),
+            "fixed-p" => Ok(Method::FixedP),
+            _ => Err(Error::InvalidArgument(format!(
+                "method must be newman-ziff or fixed-p, not {s:?}"
+            ))),
+        }
+    }
+}
 
 /// The most samples per size a study may ask for.
 pub const MAX_SAMPLES: u64 = 1 << 40;
@@ -31,6 +74,8 @@ pub struct StudyConfig {
     pub p_grid: Vec<f64>,
     /// The command line that made the study (recorded in its file).
     pub command: String,
+    /// Newman–Ziff sweeps or fixed-`p` batches.
+    pub method: Method,
 }
 
 impl StudyConfig {
@@ -60,6 +105,12 @@ impl StudyConfig {
         }
         if self.p_grid.is_empty() {
             return Err(Error::InvalidArgument("the p grid is empty".into()));
+        }
+        if self.method == Method::FixedP && self.model == Model::Bond {
+            return Err(Error::InvalidArgument(
+                "fixed-p studies sample site percolation only: use --method newman-ziff for bonds"
+                    .into(),
+            ));
         }
         if let Some(p) = self.p_grid.iter().find(|p| !(0.0..=1.0).contains(*p)) {
             return Err(Error::InvalidArgument(format!(
@@ -92,8 +143,13 @@ pub struct Progress {
 pub struct Study {
     /// The settings.
     pub config: StudyConfig,
-    /// Per size (in the order of `config.sizes`), the sums so far.
+    /// Per size (in the order of `config.sizes`), the Newman–Ziff sums so far (empty for a
+    /// fixed-`p` study).
     pub sums: Vec<MicroSums>,
+    /// Per size, the fixed-`p` sums so far (empty for a Newman–Ziff study).
+    pub fixed: Vec<FixedSums>,
+    /// Where the samples ran (`"cpu"` or `"cuda:N"`; recorded in the file).
+    pub backend: String,
 }
 
 impl Study {
@@ -104,6 +160,24 @@ impl Study {
     /// As [`StudyConfig::check`].
     pub fn new(config: StudyConfig) -> Result<Study> {
         config.check()?;
+        if config.method == Method::FixedP {
+            let fixed = (0..config.sizes.len())
+                .map(|k| {
+                    let g = config.geometry(k)?;
+                    Ok(FixedSums::new(
+                        g,
+                        &config.p_grid,
+                        config.model.reference_pc(),
+                    ))
+                })
+                .collect::<Result<Vec<_>>>()?;
+            return Ok(Study {
+                config,
+                sums: Vec::new(),
+                fixed,
+                backend: "cpu".into(),
+            });
+        }
         let sums = (0..config.sizes.len())
             .map(|k| {
                 let g = config.geometry(k)?;
@@ -111,34 +185,54 @@ impl Study {
                 MicroSums::new(g, &[n_c])
             })
             .collect::<Result<Vec<_>>>()?;
-        Ok(Study { config, sums })
+        Ok(Study {
+            config,
+            sums,
+            fixed: Vec::new(),
+            backend: "cpu".into(),
+        })
     }
 
     /// Samples still to run, over all sizes.
     pub fn remaining(&self) -> u64 {
-        self.sums
+        let fixed: u64 = self
+            .fixed
             .iter()
-            .map(|s| {
-                self.config
-                    .samples
-                    .saturating_sub(s.next_index(self.config.seed))
-            })
-            .sum()
+            .map(|f| self.config.samples.saturating_sub(f.samples))
+            .sum();
+        fixed
+            + self
+                .sums
+                .iter()
+                .map(|s| {
+                    self.config
+                        .samples
+                        .saturating_sub(s.next_index(self.config.seed))
+                })
+                .sum::<u64>()
     }
 
     /// Bytes a run needs per size at most: the sums of every thread and the total, and the
     /// forests.
     pub fn memory_needed(&self, threads: usize) -> u64 {
-        self.sums
+        let fixed = self
+            .fixed
             .iter()
-            .map(|s| {
-                let per_n = 6 * 16 * (s.units() as u64 + 1);
-                let ns = 8 * (s.geometry.sites() as u64 + 1);
-                let forest = 17 * s.geometry.sites() as u64 + 4 * s.units() as u64;
-                (threads as u64 + 1) * (per_n + ns) + threads as u64 * forest
-            })
+            .map(|f| 16 * f.geometry.sites() as u64 * (threads as u64 + 2))
             .max()
-            .unwrap_or(0)
+            .unwrap_or(0);
+        fixed
+            + self
+                .sums
+                .iter()
+                .map(|s| {
+                    let per_n = 6 * 16 * (s.units() as u64 + 1);
+                    let ns = 8 * (s.geometry.sites() as u64 + 1);
+                    let forest = 17 * s.geometry.sites() as u64 + 4 * s.units() as u64;
+                    (threads as u64 + 1) * (per_n + ns) + threads as u64 * forest
+                })
+                .max()
+                .unwrap_or(0)
     }
 
     /// Runs the samples still missing, size by size, in batches of about `checkpoint_every`
@@ -159,12 +253,19 @@ impl Study {
         checkpoint_every: Duration,
         mut checkpoint: impl FnMut(&Study, Progress) -> Result<()>,
     ) -> Result<()> {
+        if self.config.method == Method::FixedP {
+            return self.run_fixed(options, checkpoint_every, &mut checkpoint);
+        }
         if matches!(options.backend, Backend::Cuda { .. }) {
             return Err(Error::InvalidArgument(
-                "the Newman–Ziff sweep is not yet implemented on the cuda backend: use --backend cpu or auto".into(),
+                "the Newman–Ziff sweep is not yet implemented on the cuda backend: use --backend cpu or auto, or --method fixed-p".into(),
             ));
         }
-        let pool = CpuPool::new(options.parallelism);
+        // The sweep runs on the CPU's threads (Auto resolves there: there is no GPU sweep).
+        let pool = match Device::resolve(&options.backend(Backend::Cpu))? {
+            Device::Cpu(pool) => pool,
+            Device::Cuda(_) => unreachable!("Backend::Cpu resolves to the CPU"),
+        };
         let threads = pool.install(|t| t)?;
         if let Some(available) = available_memory() {
             let needed = self.memory_needed(threads);
@@ -210,12 +311,117 @@ impl Study {
         Ok(())
     }
 
+    /// The fixed-`p` batches still missing, size by size: every grid point gets the same sample
+    /// indices, in batches aimed at `checkpoint_every`.
+    fn run_fixed(
+        &mut self,
+        options: &Options,
+        checkpoint_every: Duration,
+        checkpoint: &mut impl FnMut(&Study, Progress) -> Result<()>,
+    ) -> Result<()> {
+        let mut sampler = BatchSampler::new(options)?;
+        self.backend = sampler.backend_name();
+        let total = self.config.samples * self.fixed.len() as u64;
+        let c = self.config.clone();
+        for k in 0..self.fixed.len() {
+            let g = self.fixed[k].geometry;
+            let mut batch = if sampler.is_gpu() { 4096 } else { 256 };
+            loop {
+                let next = self.fixed[k].samples;
+                if next >= c.samples {
+                    break;
+                }
+                let end = (next + batch).min(c.samples);
+                let started = Instant::now();
+                for (i, &p) in c.p_grid.iter().enumerate() {
+                    let spec = BatchSpec {
+                        connectivity: c.model.connectivity(),
+                        boundary: c.boundary,
+                        width: g.width,
+                        height: g.height,
+                        p,
+                        seed: c.seed,
+                        first: next,
+                        count: end - next,
+                        histogram: i == self.fixed[k].ns_at,
+                    };
+                    let stats = sampler.sample(&spec)?;
+                    self.fixed[k].add(i, &stats);
+                }
+                self.fixed[k].samples = end;
+                let took = started.elapsed().as_secs_f64().max(1e-6);
+                let want = ((end - next) as f64 / took * checkpoint_every.as_secs_f64()) as u64;
+                batch = want.clamp(64, 1 << 22);
+                let done = total - self.remaining();
+                checkpoint(
+                    self,
+                    Progress {
+                        done,
+                        total,
+                        size: k,
+                    },
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    /// The estimates of a fixed-`p` study: curves on the grid, `R` at the reference `p_c` by
+    /// interpolation, the crossings of `R_hv` with its `L → ∞` value, the extrapolated `p_c`,
+    /// and `τ` from the histogram at the grid point nearest `p_c`.
+    fn results_fixed(&self) -> Result<StudyResults> {
+        let pc = self.config.model.reference_pc();
+        let target = self.crossing_target();
+        let mut sizes = Vec::new();
+        for f in &self.fixed {
+            let g = f.geometry;
+            let crossing = target.and_then(|t| f.crossing(Wrapping::HV, t).ok());
+            let l = g.width.min(g.height) as f64;
+            let s_max = (l.powf(91.0 / 48.0) / 20.0) as u64;
+            let tau = fit_tau(&f.ns, f.samples, g.sites(), 8, s_max).ok();
+            sizes.push(SizeResult {
+                width: g.width,
+                height: g.height,
+                samples: f.samples,
+                curves: f.curves()?,
+                at_pc: f.at(pc),
+                crossing,
+                tau,
+            });
+        }
+        Ok(self.finish(pc, sizes))
+    }
+
+    /// The extrapolated `p_c` over the sizes' crossings, when every size has one.
+    fn finish(&self, pc: f64, sizes: Vec<SizeResult>) -> StudyResults {
+        let with: Vec<(usize, Estimate)> = sizes
+            .iter()
+            .filter_map(|s| s.crossing.map(|c| (s.width.min(s.height), c.p)))
+            .collect();
+        let p_c = if with.len() == sizes.len() && !with.is_empty() {
+            let ls: Vec<usize> = with.iter().map(|w| w.0).collect();
+            let cs: Vec<Estimate> = with.iter().map(|w| w.1).collect();
+            extrapolate(&ls, &cs).ok()
+        } else {
+            None
+        };
+        StudyResults {
+            reference_pc: pc,
+            samples: sizes.iter().map(|s| s.samples).sum(),
+            p_c,
+            sizes,
+        }
+    }
+
     /// Every estimate: curves on the grid, wrapping probabilities at the reference `p_c`,
     /// crossings, the extrapolated `p_c`, and `τ` per size.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when a size has no samples.
     pub fn results(&self) -> Result<StudyResults> {
+        if self.config.method == Method::FixedP {
+            return self.results_fixed();
+        }
         let pc = self.config.model.reference_pc();
         let target = self.crossing_target();
         let mut sizes = Vec::new();
@@ -245,23 +451,7 @@ impl Study {
                 tau,
             });
         }
-        let with: Vec<(usize, Estimate)> = sizes
-            .iter()
-            .filter_map(|s| s.crossing.map(|c| (s.width.min(s.height), c.p)))
-            .collect();
-        let p_c = if with.len() == sizes.len() && !with.is_empty() {
-            let ls: Vec<usize> = with.iter().map(|w| w.0).collect();
-            let cs: Vec<Estimate> = with.iter().map(|w| w.1).collect();
-            extrapolate(&ls, &cs).ok()
-        } else {
-            None
-        };
-        Ok(StudyResults {
-            reference_pc: pc,
-            samples: self.sums.iter().map(|s| s.samples).sum(),
-            p_c,
-            sizes,
-        })
+        Ok(self.finish(pc, sizes))
     }
 
     /// The `L → ∞` value of `R_hv` the crossings aim at: the torus value on square tori, 1/2 on

@@ -22,12 +22,21 @@
 //!     `R_h R_v R_e R_b R_1 R_hv P_inf largest S`, and attributes `<R>_at_pc`,
 //!     `<R>_at_pc_stderr`, `p_cross`, `p_cross_stderr`, `tau`, `tau_stderr`, `tau_s_min`,
 //!     `tau_s_max` of the group `estimates`.
+//! - fixed-`p` studies (`method` = `"fixed-p"`) hold instead, per size group, attributes `width`,
+//!   `height`, `sites`, `samples` (done at every grid point: sample indices `0..samples`), and
+//!   `fixed/n_h`, `n_v`, `n_b`, `n_e`, `n_hv` (`u64` per grid point: samples where some cluster
+//!   percolates along x, y, one along both, either, and x and y), `fixed/<sum>` for
+//!   `percolating`, `percolating_sq`, `largest`, `largest_sq`, `finite_s2`, `finite_s2_sq`,
+//!   `occupied` (`(len(p), 2)` `u64`: low and high word of a 128-bit sum over samples), and
+//!   `ns/counts` (`sites + 1`) at the grid point `ns/p_index` (attribute) nearest the reference
+//!   `p_c`; the `canonical/` curves and `estimates` as below.
 //! - with results: group `estimates` with attributes `p_c`, `p_c_stderr`, `a`, `a_stderr`,
 //!   `chi2`, `dof`, `samples`, `reference_pc`.
 
 use super::canonical::Wrapping;
+use super::fixed::{FixedSums, COUNT_NAMES, MOMENT_NAMES};
 use super::model::{Geometry, Model};
-use super::study::{Study, StudyConfig, StudyResults};
+use super::study::{Method, Study, StudyConfig, StudyResults};
 use super::sums::{MicroSums, SampleRecord};
 use crate::io::write_atomically;
 use crate::{Boundary, Connectivity, Error, Result};
@@ -139,9 +148,88 @@ fn write_sums(g: &Group, sums: &MicroSums) -> ::hdf5::Result<()> {
     Ok(())
 }
 
-fn write_results(file: &File, results: &StudyResults, sums: &[MicroSums]) -> ::hdf5::Result<()> {
-    for (r, s) in results.sizes.iter().zip(sums) {
-        let g = file.group(&group_name(&s.geometry))?;
+/// A fixed-`p` size: `samples`, `fixed/<count>` (`u64` per grid point), `fixed/<moment>`
+/// (`(len(p), 2)` words of a 128-bit sum), `ns/p_index` and `ns/counts` (`sites + 1`).
+fn write_fixed(g: &Group, f: &FixedSums) -> ::hdf5::Result<()> {
+    attr_u64(g, "width", f.geometry.width as u64)?;
+    attr_u64(g, "height", f.geometry.height as u64)?;
+    attr_u64(g, "sites", f.geometry.sites() as u64)?;
+    attr_u64(g, "samples", f.samples)?;
+    let fx = g.create_group("fixed")?;
+    for (k, name) in COUNT_NAMES.iter().enumerate() {
+        let v: Vec<u64> = f.counts.iter().map(|c| c[k]).collect();
+        fx.new_dataset_builder().with_data(&v[..]).create(*name)?;
+    }
+    for (k, name) in MOMENT_NAMES.iter().enumerate() {
+        let words: Vec<u64> = f
+            .moments
+            .iter()
+            .flat_map(|m| [m[k] as u64, (m[k] >> 64) as u64])
+            .collect();
+        let a = Array2::from_shape_vec((f.moments.len(), 2), words).expect("two words per p");
+        fx.new_dataset_builder().with_data(&a).create(*name)?;
+    }
+    let ns = g.create_group("ns")?;
+    attr_u64(&ns, "p_index", f.ns_at as u64)?;
+    ns.new_dataset_builder()
+        .with_data(&f.ns[..])
+        .create("counts")?;
+    Ok(())
+}
+
+fn read_fixed(
+    path: &Path,
+    g: &Group,
+    geometry: Geometry,
+    config: &StudyConfig,
+) -> Result<FixedSums> {
+    let e = h5err(path);
+    let mut f = FixedSums::new(geometry, &config.p_grid, config.model.reference_pc());
+    f.samples = read_u64(g, "samples").map_err(&e)?;
+    let np = config.p_grid.len();
+    for (k, name) in COUNT_NAMES.iter().enumerate() {
+        let v: Vec<u64> = g
+            .dataset(&format!("fixed/{name}"))
+            .and_then(|d| d.read_raw())
+            .map_err(&e)?;
+        if v.len() != np {
+            return Err(bad(path, format!("fixed/{name} does not match the p grid")));
+        }
+        for (c, x) in f.counts.iter_mut().zip(v) {
+            c[k] = x;
+        }
+    }
+    for (k, name) in MOMENT_NAMES.iter().enumerate() {
+        let a: Array2<u64> = g
+            .dataset(&format!("fixed/{name}"))
+            .and_then(|d| d.read_2d())
+            .map_err(&e)?;
+        if a.dim() != (np, 2) {
+            return Err(bad(path, format!("fixed/{name} does not match the p grid")));
+        }
+        for (m, row) in f.moments.iter_mut().zip(a.rows()) {
+            m[k] = u128::from(row[0]) | (u128::from(row[1]) << 64);
+        }
+    }
+    let ns = g.group("ns").map_err(&e)?;
+    f.ns_at = read_u64(&ns, "p_index").map_err(&e)? as usize;
+    f.ns = ns
+        .dataset("counts")
+        .and_then(|d| d.read_raw())
+        .map_err(&e)?;
+    if f.ns_at >= np || f.ns.len() != geometry.sites() + 1 {
+        return Err(bad(path, "ns does not match the grid and the lattice"));
+    }
+    Ok(f)
+}
+
+fn write_results(
+    file: &File,
+    results: &StudyResults,
+    geometries: &[Geometry],
+) -> ::hdf5::Result<()> {
+    for (r, geometry) in results.sizes.iter().zip(geometries) {
+        let g = file.group(&group_name(geometry))?;
         let c = g.create_group("canonical")?;
         let curve = |name: &str, est: &[super::Estimate]| -> ::hdf5::Result<()> {
             let v: Vec<f64> = est.iter().map(|e| e.value).collect();
@@ -210,8 +298,8 @@ fn write_file(path: &Path, study: &Study, results: Option<&StudyResults>) -> ::h
     attr_u64(&file, "samples", c.samples)?;
     attr_u64(&file, "seed", c.seed)?;
     attr_str(&file, "generator", GENERATOR)?;
-    attr_str(&file, "method", "newman-ziff")?;
-    attr_str(&file, "backend", "cpu")?;
+    attr_str(&file, "method", c.method.name())?;
+    attr_str(&file, "backend", &study.backend)?;
     attr_str(&file, "clusterlab_version", env!("CARGO_PKG_VERSION"))?;
     attr_str(&file, "command", &c.command)?;
     file.new_dataset_builder()
@@ -221,8 +309,16 @@ fn write_file(path: &Path, study: &Study, results: Option<&StudyResults>) -> ::h
         let g = file.create_group(&group_name(&sums.geometry))?;
         write_sums(&g, sums)?;
     }
+    for f in &study.fixed {
+        let g = file.create_group(&group_name(&f.geometry))?;
+        write_fixed(&g, f)?;
+    }
     if let Some(r) = results {
-        write_results(&file, r, &study.sums)?;
+        let geometries: Vec<Geometry> = match c.method {
+            Method::NewmanZiff => study.sums.iter().map(|s| s.geometry).collect(),
+            Method::FixedP => study.fixed.iter().map(|f| f.geometry).collect(),
+        };
+        write_results(&file, r, &geometries)?;
     }
     file.flush()?;
     file.close()
@@ -369,15 +465,28 @@ pub fn read_study(path: &Path) -> Result<Study> {
         seed: read_u64(&file, "seed").map_err(&e)?,
         p_grid: file.dataset("p").and_then(|d| d.read_raw()).map_err(&e)?,
         command: read_str(&file, "command").unwrap_or_default(),
+        method: read_str(&file, "method")
+            .unwrap_or_else(|_| "newman-ziff".into())
+            .parse()
+            .map_err(|x: Error| bad(path, x.to_string()))?,
     };
     config.check().map_err(|x| bad(path, x.to_string()))?;
-    let mut sums = Vec::new();
+    let (mut sums, mut fixed) = (Vec::new(), Vec::new());
     for k in 0..config.sizes.len() {
         let g = config.geometry(k)?;
         let group = file.group(&group_name(&g)).map_err(&e)?;
-        sums.push(read_sums(path, &group, g)?);
+        match config.method {
+            Method::NewmanZiff => sums.push(read_sums(path, &group, g)?),
+            Method::FixedP => fixed.push(read_fixed(path, &group, g, &config)?),
+        }
     }
-    Ok(Study { config, sums })
+    let backend = read_str(&file, "backend").unwrap_or_else(|_| "cpu".into());
+    Ok(Study {
+        config,
+        sums,
+        fixed,
+        backend,
+    })
 }
 
 /// Merges studies `a` and `b` (same model, boundary and sizes; disjoint samples: different
@@ -391,6 +500,12 @@ pub fn merge_files(a: &Path, b: &Path, output: &Path) -> Result<Study> {
     let mut sa = read_study(a)?;
     let sb = read_study(b)?;
     let (ca, cb) = (&sa.config, &sb.config);
+    if ca.method == Method::FixedP || cb.method == Method::FixedP {
+        return Err(Error::InvalidArgument(
+            "merging fixed-p studies is not implemented yet: run one study with more samples"
+                .into(),
+        ));
+    }
     if ca.model != cb.model || ca.boundary != cb.boundary || ca.sizes != cb.sizes {
         return Err(Error::InvalidArgument(format!(
             "cannot merge {} ({} {} {:?}) with {} ({} {} {:?}): model, boundary and sizes must agree",

@@ -125,11 +125,26 @@ pub fn plot_study(study: &Study, results: &StudyResults, dir: &Path) -> Result<V
 
     let mut ns = Vec::new();
     let mut guides = Vec::new();
-    for (sums, r) in study.sums.iter().zip(&results.sizes) {
-        let Some(counts) = sums.ns_counts.first() else {
-            continue;
-        };
-        let norm = sums.samples as f64 * sums.geometry.sites() as f64;
+    // Newman–Ziff histograms at n = round(p_c N), or fixed-p ones at the grid point nearest p_c.
+    let histograms: Vec<(&[u64], u64, usize)> = if study.sums.is_empty() {
+        study
+            .fixed
+            .iter()
+            .map(|f| (&f.ns[..], f.samples, f.geometry.sites()))
+            .collect()
+    } else {
+        study
+            .sums
+            .iter()
+            .filter_map(|s| {
+                s.ns_counts
+                    .first()
+                    .map(|c| (&c[..], s.samples, s.geometry.sites()))
+            })
+            .collect()
+    };
+    for ((counts, samples, sites), r) in histograms.into_iter().zip(&results.sizes) {
+        let norm = samples as f64 * sites as f64;
         // Log bins of 4 per factor 2, as in the fit.
         let mut pts = Vec::new();
         let mut a = 1u64;

@@ -4,8 +4,8 @@ use crate::args::{library, parse_threads};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use clusterlab::percolation::{
-    merge_files, read_study, write_study, Model, Study, StudyConfig, StudyResults, Wrapping,
-    MAX_SAMPLES,
+    merge_files, read_study, write_study, Method, Model, Study, StudyConfig, StudyResults,
+    Wrapping, MAX_SAMPLES,
 };
 use clusterlab::{Backend, Boundary, Connectivity, Options, Parallelism};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -25,8 +25,9 @@ pub struct PercolationArgs {
 
 #[derive(Debug, Subcommand)]
 pub enum PercolationCommand {
-    /// Run (or resume) a study: Newman–Ziff sweeps of every size, written to an HDF5 study file
-    /// after every batch of samples (a killed run keeps every completed batch).
+    /// Run (or resume) a study: Newman–Ziff sweeps (CPU) or fixed-p batches (GPU or CPU) of every
+    /// size, written to an HDF5 study file after every batch of samples (a killed run keeps every
+    /// completed batch).
     Run(RunArgs),
     /// Print the estimates of a study file: p_c with its error, and per size the wrapping
     /// probabilities at the reference p_c, the crossing p_L and τ.
@@ -61,24 +62,28 @@ pub struct RunArgs {
     #[arg(long, value_delimiter = ',', value_parser = parse_side_pair, required = true)]
     pub sizes: Vec<(usize, usize)>,
 
-    /// Samples per size, from 1 to 2^40. With --resume: the total wanted (at least the file's).
+    /// Samples per size (fixed-p: per size and grid point), from 1 to 2^40. With --resume: the
+    /// total wanted (at least the file's).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=MAX_SAMPLES))]
     pub samples: u64,
 
-    /// newman-ziff (microcanonical sweeps, every p at once) or fixed-p (not yet implemented).
-    #[arg(long, default_value = "newman-ziff", value_parser = ["newman-ziff", "fixed-p"])]
-    pub method: String,
+    /// newman-ziff (microcanonical sweeps on the CPU, every p at once) or fixed-p (independent
+    /// site-percolation lattices at each p of the grid, batched on the GPU or the CPU).
+    #[arg(long, default_value = "newman-ziff", value_parser = library::<Method>(&["newman-ziff", "fixed-p"]))]
+    pub method: Method,
 
-    /// The grid of p for the canonical curves, A:B:STEP with 0 ≤ A ≤ B ≤ 1, STEP > 0, at most
-    /// 100000 points. Default: the reference p_c ± 0.05 in steps of 0.001.
+    /// The grid of p for the canonical curves (fixed-p: the points sampled), A:B:STEP with
+    /// 0 ≤ A ≤ B ≤ 1, STEP > 0, at most 100000 points. Default: the reference p_c ± 0.05 in steps
+    /// of 0.001 (fixed-p: ± 0.01 in steps of 0.002).
     #[arg(long, value_name = "A:B:STEP", value_parser = parse_grid)]
-    pub p: Option<Vec<f64>>,
+    pub p: Option<Grid>,
 
     /// Seed (any u64): sample i of every size draws from Philox4x32-10 stream i of it.
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
 
-    /// auto or cpu (the sweep runs on the CPU); cuda is not yet implemented for studies.
+    /// auto, cpu or cuda. Newman–Ziff sweeps run on the CPU (cuda is refused); fixed-p batches
+    /// run on the GPU with auto when one opens, else on the CPU.
     #[arg(long, default_value = "auto", value_parser = crate::args::parse_backend)]
     pub backend: Backend,
 
@@ -151,7 +156,12 @@ fn parse_side_pair(s: &str) -> Result<(usize, usize), String> {
     }
 }
 
-fn parse_grid(s: &str) -> Result<Vec<f64>, String> {
+/// A `--p` grid: one value to clap (a bare `Vec` would read as many `f64` values, which clap
+/// cannot then downcast).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Grid(pub Vec<f64>);
+
+fn parse_grid(s: &str) -> Result<Grid, String> {
     let parts: Vec<f64> = s
         .split(':')
         .map(|x| x.trim().parse::<f64>())
@@ -170,9 +180,11 @@ fn parse_grid(s: &str) -> Result<Vec<f64>, String> {
     if points > MAX_GRID as f64 {
         return Err(format!("{points} points: at most {MAX_GRID}"));
     }
-    Ok((0..points as usize)
-        .map(|k| (a + k as f64 * step).min(b))
-        .collect())
+    Ok(Grid(
+        (0..points as usize)
+            .map(|k| (a + k as f64 * step).min(b))
+            .collect(),
+    ))
 }
 
 pub fn run(args: PercolationArgs) -> Result<()> {
@@ -186,11 +198,8 @@ pub fn run(args: PercolationArgs) -> Result<()> {
 }
 
 fn run_study(args: RunArgs) -> Result<()> {
-    if args.method == "fixed-p" {
-        bail!("--method fixed-p is not yet implemented on this backend: use --method newman-ziff");
-    }
-    if matches!(args.backend, Backend::Cuda { .. }) {
-        bail!("percolation studies are not yet implemented on the cuda backend: use --backend cpu or auto");
+    if args.method == Method::NewmanZiff && matches!(args.backend, Backend::Cuda { .. }) {
+        bail!("Newman–Ziff sweeps run on the CPU: use --backend cpu or auto, or --method fixed-p");
     }
     let model = Model::from_parts(&args.model, args.connectivity)?;
     let command = std::env::args().collect::<Vec<_>>().join(" ");
@@ -199,6 +208,7 @@ fn run_study(args: RunArgs) -> Result<()> {
             .with_context(|| format!("cannot resume {}", args.output.display()))?;
         let c = &study.config;
         if c.model != model
+            || c.method != args.method
             || c.boundary != args.boundary
             || c.sizes != args.sizes
             || c.seed != args.seed
@@ -223,9 +233,13 @@ fn run_study(args: RunArgs) -> Result<()> {
                 c.samples
             );
         }
+        let fixed_grid = (c.method == Method::FixedP).then(|| c.p_grid.clone());
         let mut study = study;
         study.config.samples = args.samples;
-        if let Some(p) = args.p {
+        if let Some(Grid(p)) = args.p {
+            if fixed_grid.is_some_and(|g| g != p) {
+                bail!("a fixed-p study keeps its grid: resume without --p or with the same one");
+            }
             study.config.p_grid = p;
         }
         study
@@ -242,8 +256,14 @@ fn run_study(args: RunArgs) -> Result<()> {
             sizes: args.sizes.clone(),
             samples: args.samples,
             seed: args.seed,
-            p_grid: args.p.unwrap_or_else(|| StudyConfig::default_grid(model)),
+            p_grid: args.p.map(|g| g.0).unwrap_or_else(|| match args.method {
+                Method::NewmanZiff => StudyConfig::default_grid(model),
+                Method::FixedP => (-5..=5)
+                    .map(|k| model.reference_pc() + f64::from(k) * 2e-3)
+                    .collect(),
+            }),
             command,
+            method: args.method,
         })?
     };
     study.config.check()?;
@@ -253,7 +273,7 @@ fn run_study(args: RunArgs) -> Result<()> {
     let options = Options::default()
         .parallelism(parallelism)
         .backend(args.backend);
-    let total = study.config.samples * study.sums.len() as u64;
+    let total = study.config.samples * study.config.sizes.len() as u64;
     let bar = ProgressBar::new(total);
     bar.set_style(
         ProgressStyle::with_template(
@@ -278,9 +298,15 @@ fn run_study(args: RunArgs) -> Result<()> {
     bar.finish_and_clear();
     let results = study.results()?;
     write_study(&args.output, &study, Some(&results))?;
+    let points = match study.config.method {
+        Method::NewmanZiff => 1,
+        Method::FixedP => study.config.p_grid.len() as u64,
+    };
     eprintln!(
-        "{} samples in {:.1} s; study written to {}",
+        "{} samples ({} lattices) on {} in {:.1} s; study written to {}",
         results.samples,
+        results.samples * points,
+        study.backend,
         started.elapsed().as_secs_f64(),
         args.output.display()
     );
@@ -291,8 +317,9 @@ fn run_study(args: RunArgs) -> Result<()> {
 fn print_table(study: &Study, r: &StudyResults) {
     let c = &study.config;
     println!(
-        "{} percolation, {}-connected, {} boundary, seed {}, {} samples",
+        "{} percolation ({}), {}-connected, {} boundary, seed {}, {} samples",
         c.model.name(),
+        c.method,
         c.model.connectivity(),
         c.boundary,
         c.seed,
@@ -381,6 +408,7 @@ fn report(args: ReportArgs) -> Result<()> {
     let c = &study.config;
     let out = json!({
         "model": c.model.name(),
+        "method": c.method.name(),
         "connectivity": c.model.connectivity().neighbours(),
         "boundary": c.boundary.name(),
         "seed": c.seed,
