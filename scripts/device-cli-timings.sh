@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# Runs ON the GPU machine with .device-bin/ carried: `clusterlab label` of a 16384² lattice as a
+# user runs it, in new processes, --backend cpu / auto / cuda (twice: the second run's kernels
+# come from the on-disk cache), with --timings. Logs to $OUT/cli-timings.log.
+set -uo pipefail
+OUT=${OUT:-/tmp/device-out}
+mkdir -p "$OUT"
+nvrtc=$(ls -d /usr/local/cuda*/lib64 2>/dev/null | while read -r d; do ls "$d"/libnvrtc.so* >/dev/null 2>&1 && echo "$d"; done | head -1)
+export LD_LIBRARY_PATH="${nvrtc}:${LD_LIBRARY_PATH:-}"
+export CLUSTERLAB_KERNEL_CACHE=/tmp/clusterlab-kernels
+rm -rf "$CLUSTERLAB_KERNEL_CACHE"
+n=${CLI_SIZE:-16384}
+python3 -c "import numpy as np; r=np.random.default_rng(1); np.save('/tmp/in.npy', (r.random(($n,$n), dtype=np.float32) < 0.592746).astype(np.uint8))"
+{
+    nvidia-smi -L
+    for boundary in open periodic; do
+        for b in cpu auto cuda cuda; do
+            echo "== label ${n}² --boundary $boundary --backend $b"
+            /usr/bin/time -f "wall %e s, max RSS %M KiB" .device-bin/clusterlab label /tmp/in.npy \
+                -o /tmp/labels.npy --boundary $boundary --backend $b --timings -q
+        done
+    done
+} 2>&1 | tee "$OUT/cli-timings.log"
