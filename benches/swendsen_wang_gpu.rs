@@ -9,7 +9,7 @@
 //! 4096 8192 16384).
 
 use clusterlab::cuda::{cuda_available, cudarc::driver::sys, CudaSwendsenWang};
-use clusterlab::mc::{Chain, Model, NullSink, Update, ISING_TC};
+use clusterlab::mc::{run_chains, Chain, Model, NullSink, Update, ISING_TC};
 use clusterlab::{Backend, Boundary, Options};
 use std::time::Instant;
 
@@ -140,5 +140,26 @@ fn main() {
             })
             .collect();
         println!("L={l:>5} {} | {}", totals[0], totals[1]);
+    }
+    // A temperature list on one GPU: chains on their own streams, queued from rayon's threads
+    // (run_chains, as `mc run --temperature a,b,...` does), measured every sweep.
+    let l = sizes[0];
+    println!("\ntemperature list at L={l} (T from 0.95 to 1.05 T_c), measured every sweep:");
+    for n in [1usize, 4, 8] {
+        let mut jobs: Vec<(Chain, NullSink)> = (0..n)
+            .map(|i| {
+                let t = ISING_TC * (0.95 + 0.1 * i as f64 / n as f64);
+                let model = Model::ising(l, l, t).unwrap();
+                let gpu = Options::default().backend(Backend::Cuda { device: 0 });
+                let chain = Chain::new(model, Update::SwendsenWang, 1, i as u64, gpu).unwrap();
+                (chain, NullSink)
+            })
+            .collect();
+        run_chains(&mut jobs, 20, 1).unwrap();
+        let sweeps = ((1u64 << 31) / (l * l) as u64).clamp(32, 512);
+        let t0 = Instant::now();
+        run_chains(&mut jobs, sweeps, 1).unwrap();
+        let ns = t0.elapsed().as_secs_f64() * 1e9 / (sweeps as f64 * (n * l * l) as f64);
+        println!("{n:>2} chains: {ns:.4} ns per spin update (all chains' updates / wall clock)");
     }
 }

@@ -99,6 +99,7 @@ __device__ __forceinline__ void tile_local(u32* P, const Geo& g, u8* BR, u8* BD,
     const u32 tiles_x = (g.w + TW - 1) / TW, tiles_y = (g.h + TH - 1) / TH;
     const u32 le_mask = 0xffffffffu >> (31 - lx);
     for (u32 ty = blockIdx.y; ty < tiles_y; ty += gridDim.y) {
+        u32 st[PER]; // the lane starting each site's run along its row
 #pragma unroll
         for (u32 k = 0; k < PER; k++) {
             const u32 ly = threadIdx.y + 8 * k;
@@ -115,8 +116,8 @@ __device__ __forceinline__ void tile_local(u32* P, const Geo& g, u8* BR, u8* BD,
             const u32 rmask = __ballot_sync(0xffffffffu, right_in);
             const bool jl = inside && lx > 0 && ((rmask >> (lx - 1)) & 1u);
             const u32 starts = ~__ballot_sync(0xffffffffu, jl);
-            const u32 start = 31 - __clz(starts & le_mask);
-            s_par[ly * TW + lx] = ly * TW + start;
+            st[k] = 31 - __clz(starts & le_mask);
+            s_par[ly * TW + lx] = ly * TW + st[k];
             s_bits[ly * TW + lx] = (u8)((u32)right_in | ((u32)down_in << 1));
         }
         __syncthreads();
@@ -128,16 +129,20 @@ __device__ __forceinline__ void tile_local(u32* P, const Geo& g, u8* BR, u8* BD,
             if (ly == 0 || !(s_bits[(ly - 1) * TW + lx] & 2u)) continue;
             if (lx > 0 && (s_bits[ly * TW + lx - 1] & 1u) && s_bits[(ly - 1) * TW + lx - 1] == 3u)
                 continue;
-            local_unite(s_par, ly * TW + lx, (ly - 1) * TW + lx);
+            local_unite(s_par, ly * TW + st[k], (ly - 1) * TW + lx);
         }
         __syncthreads();
+        // Only a run's first site looks for its root (the others still point at it); the run
+        // shares the result by a shuffle.
 #pragma unroll
         for (u32 k = 0; k < PER; k++) {
             const u32 ly = threadIdx.y + 8 * k;
             const u32 y = ty * TH + ly;
             const bool inside = x < g.w && y < g.h;
             const u32 node = ly * TW + lx;
-            const u32 r = inside ? local_find(s_par, node) : node;
+            u32 r = node;
+            if (inside && st[k] == lx) r = local_find(s_par, node);
+            r = __shfl_sync(0xffffffffu, r, st[k]);
             const u32 roots = __ballot_sync(0xffffffffu, inside && r == node);
             if (RM && lx == 0 && y < g.h) RM[(u64)y * tiles_x + tx] = roots;
             if (inside) P[(u64)y * g.w + x] = (ty * TH + r / TW) * g.w + tx * TW + r % TW + 1;
@@ -215,28 +220,6 @@ __device__ __forceinline__ void warp_add64(u64* dst, u64 v) {
     if ((threadIdx.x & 31) == 0 && v) atomicAdd((unsigned long long*)dst, (unsigned long long)v);
 }
 
-// The (rank + 1)-th local root among this warp's rows of the tile (masks m[k] of rows
-// threadIdx.y + 8k): its node in the tile.
-__device__ __forceinline__ u32 nth_root(const u32 (&m)[PER], u32 rank) {
-    u32 k = 0, mk = 0;
-    bool found = false;
-#pragma unroll
-    for (u32 j = 0; j < PER; j++) {
-        const u32 c = __popc(m[j]);
-        if (!found) {
-            if (rank < c) {
-                k = j;
-                mk = m[j];
-                found = true;
-            } else {
-                rank -= c;
-            }
-        }
-    }
-    for (u32 i = 0; i < rank; i++) mk &= mk - 1;
-    return (threadIdx.y + 8 * k) * TW + (__ffs(mk) - 1);
-}
-
 // A measured flip sums the parts of each cross-tile cluster inside the tile first (a shared
 // hash table keyed by the global root; a tile has at most 4 * 32 edge sites, so at most that
 // many such clusters), so that a cluster spanning the lattice costs one global atomic per tile,
@@ -274,8 +257,8 @@ __device__ __forceinline__ u32 edge_satisfied(u32* P, const Geo& g, const SwKey&
 }
 
 // New spins of a grid of tiles (CTA (TW, 8); grid (tiles across, some tiles down, looping)).
-// The local roots of a warp's rows are handled compactly (one lane each), so the finds and the
-// Philox blocks of the new spins cost a fraction of a pass. With M (measured sweeps) the
+// The local roots of a warp's rows are handled compactly (listed in shared memory, one lane
+// each), so the finds and the Philox blocks of the new spins cost a fraction of a pass. With M (measured sweeps) the
 // observables of the new configuration are tallied on the way, without reading the spins again:
 //   cluster sizes  each local root's part is counted by runs of equal local roots along the
 //       warp's row (a shuffle and a ballot, one shared atomic per run); clusters inside one tile
@@ -291,6 +274,7 @@ __device__ __forceinline__ void flip_tiles(u8* spins, u32* P, const Geo& g, u32 
                                            const u8* __restrict__ BD, u8* flags, u32* sizes,
                                            u32* list, u32* list_n, u64* obs) {
     __shared__ u8 s_new[TW * TH];
+    __shared__ u16 s_list[8][PER * TW]; // each warp's local roots (nodes), in raster order
     __shared__ u32 s_root[M ? TW * TH : 1];
     __shared__ u32 s_cnt[M ? TW * TH : 1];
     __shared__ u8 s_spin[M ? TW * TH : 1];
@@ -313,11 +297,15 @@ __device__ __forceinline__ void flip_tiles(u8* spins, u32* P, const Geo& g, u32 
             const u32 ly = threadIdx.y + 8 * k;
             const u32 y = ty * TH + ly;
             m[k] = y < g.h ? RM[(u64)y * tiles_x + tx] : 0u;
+            if ((m[k] >> lx) & 1u)
+                s_list[threadIdx.y][total + __popc(m[k] & ((1u << lx) - 1u))] = (u16)(ly * TW + lx);
             total += __popc(m[k]);
             if (M) s_cnt[ly * TW + lx] = 0;
         }
+        __syncwarp();
+        // The warp's local roots, one lane each.
         for (u32 t = lx; t < total; t += 32) {
-            const u32 node = nth_root(m, t);
+            const u32 node = s_list[threadIdx.y][t];
             const u32 site = (ty * TH + node / TW) * g.w + tx * TW + node % TW;
             const u32 r = find_halving(P, g, site);
             s_new[node] = (u8)new_spin(r, key);
@@ -365,7 +353,7 @@ __device__ __forceinline__ void flip_tiles(u8* spins, u32* P, const Geo& g, u32 
         }
         if (M) {
             for (u32 t = lx; t < total; t += 32) {
-                const u32 node = nth_root(m, t);
+                const u32 node = s_list[threadIdx.y][t];
                 const u32 site = (ty * TH + node / TW) * g.w + tx * TW + node % TW;
                 const u32 c = s_cnt[node], v = s_new[node], r = s_root[node];
 #pragma unroll
