@@ -18,11 +18,12 @@
 //       at its tile's local root.
 //   sw_flip    every local root (compacted: one lane each) finds its global root R and draws
 //       the cluster's new spin from word w2 of R's Philox block; every site of the tile takes
-//       its local root's. With
-//       `measure`, the cluster sizes: clusters inside one tile add |c|^2 at once, clusters that
+//       its local root's.
+//   sw_flip_measure  the same, and the observables of the new configuration tallied on the way
+//       (cluster sizes by runs, the spin histogram per local root, satisfied bonds from the new
+//       spins in shared memory): clusters inside one tile add |c|^2 at once, clusters that
 //       cross tiles add their tile's part to sizes[R] (R listed once) for sw_sumsq.
 //   sw_sumsq   sums sizes[R]^2 over the listed roots and clears them.
-//   sw_measure satisfied bonds and the spin-count histogram of the new configuration.
 //   bl_final_raw  labels = root + 1 (P compressed in place), roots counted.
 // Random numbers (src/mc/mod.rs): key (seed lo, seed hi), counter (site, sweep lo, sweep hi,
 // stream << 4 | 1); right bond active when the spins are equal and w0 < thr, down bond likewise
@@ -98,6 +99,7 @@ __device__ __forceinline__ void tile_local(u32* P, const Geo& g, u8* BR, u8* BD,
     const u32 tiles_x = (g.w + TW - 1) / TW, tiles_y = (g.h + TH - 1) / TH;
     const u32 le_mask = 0xffffffffu >> (31 - lx);
     for (u32 ty = blockIdx.y; ty < tiles_y; ty += gridDim.y) {
+        u32 st[PER]; // the lane starting each site's run along its row
 #pragma unroll
         for (u32 k = 0; k < PER; k++) {
             const u32 ly = threadIdx.y + 8 * k;
@@ -114,8 +116,8 @@ __device__ __forceinline__ void tile_local(u32* P, const Geo& g, u8* BR, u8* BD,
             const u32 rmask = __ballot_sync(0xffffffffu, right_in);
             const bool jl = inside && lx > 0 && ((rmask >> (lx - 1)) & 1u);
             const u32 starts = ~__ballot_sync(0xffffffffu, jl);
-            const u32 start = 31 - __clz(starts & le_mask);
-            s_par[ly * TW + lx] = ly * TW + start;
+            st[k] = 31 - __clz(starts & le_mask);
+            s_par[ly * TW + lx] = ly * TW + st[k];
             s_bits[ly * TW + lx] = (u8)((u32)right_in | ((u32)down_in << 1));
         }
         __syncthreads();
@@ -127,16 +129,20 @@ __device__ __forceinline__ void tile_local(u32* P, const Geo& g, u8* BR, u8* BD,
             if (ly == 0 || !(s_bits[(ly - 1) * TW + lx] & 2u)) continue;
             if (lx > 0 && (s_bits[ly * TW + lx - 1] & 1u) && s_bits[(ly - 1) * TW + lx - 1] == 3u)
                 continue;
-            local_unite(s_par, ly * TW + lx, (ly - 1) * TW + lx);
+            local_unite(s_par, ly * TW + st[k], (ly - 1) * TW + lx);
         }
         __syncthreads();
+        // Only a run's first site looks for its root (the others still point at it); the run
+        // shares the result by a shuffle.
 #pragma unroll
         for (u32 k = 0; k < PER; k++) {
             const u32 ly = threadIdx.y + 8 * k;
             const u32 y = ty * TH + ly;
             const bool inside = x < g.w && y < g.h;
             const u32 node = ly * TW + lx;
-            const u32 r = inside ? local_find(s_par, node) : node;
+            u32 r = node;
+            if (inside && st[k] == lx) r = local_find(s_par, node);
+            r = __shfl_sync(0xffffffffu, r, st[k]);
             const u32 roots = __ballot_sync(0xffffffffu, inside && r == node);
             if (RM && lx == 0 && y < g.h) RM[(u64)y * tiles_x + tx] = roots;
             if (inside) P[(u64)y * g.w + x] = (ty * TH + r / TW) * g.w + tx * TW + r % TW + 1;
@@ -214,42 +220,75 @@ __device__ __forceinline__ void warp_add64(u64* dst, u64 v) {
     if ((threadIdx.x & 31) == 0 && v) atomicAdd((unsigned long long*)dst, (unsigned long long)v);
 }
 
-// The (rank + 1)-th local root among this warp's rows of the tile (masks m[k] of rows
-// threadIdx.y + 8k): its node in the tile.
-__device__ __forceinline__ u32 nth_root(const u32 (&m)[PER], u32 rank) {
-    u32 k = 0, mk = 0;
-    bool found = false;
-#pragma unroll
-    for (u32 j = 0; j < PER; j++) {
-        const u32 c = __popc(m[j]);
-        if (!found) {
-            if (rank < c) {
-                k = j;
-                mk = m[j];
-                found = true;
-            } else {
-                rank -= c;
-            }
+// A measured flip sums the parts of each cross-tile cluster inside the tile first (a shared
+// hash table keyed by the global root; a tile has at most 4 * 32 edge sites, so at most that
+// many such clusters), so that a cluster spanning the lattice costs one global atomic per tile,
+// not one per local root.
+#define HSLOTS 256
+#define EMPTY 0xffffffffu
+
+// Adds c to r's entry; false when the table is full (never with current marks: each such part
+// holds an edge site).
+__device__ __forceinline__ bool hash_add(u32* keys, u32* vals, u32 r, u32 c) {
+    u32 h = (r * 2654435761u) >> 24;
+    for (u32 i = 0; i < HSLOTS; i++) {
+        const u32 old = atomicCAS(keys + h, EMPTY, r);
+        if (old == EMPTY || old == r) {
+            atomicAdd(vals + h, c);
+            return true;
         }
+        h = (h + 1) & (HSLOTS - 1);
     }
-    for (u32 i = 0; i < rank; i++) mk &= mk - 1;
-    return (threadIdx.y + 8 * k) * TW + (__ffs(mk) - 1);
+    return false;
 }
 
-// New spins (and, with `measure`, cluster sizes). Grid and CTA as sw_local. The local roots of
-// a warp's rows are handled compactly (one lane each, a few per warp row), so the finds and the
-// Philox blocks of the new spins cost a fraction of a pass. obs[1] receives the sum of |c|^2
-// over the clusters inside one tile.
-extern "C" __global__ void __launch_bounds__(256)
-sw_flip(u8* spins, u32* P, Geo g, SwKey key, const u32* __restrict__ RM, u8* flags, u32* sizes,
-        u32* list, u32* list_n, u64* obs, u32 measure) {
+// The new spin of the cluster whose global root is r.
+__device__ __forceinline__ u32 new_spin(u32 r, const SwKey& key) {
+    return (u32)(((u64)philox(r, key).z * key.q) >> 32);
+}
+
+// Whether the leaving bond of edge site `own` (new spin s) to `nb` is satisfied: an active bond
+// (saved bit) joins one cluster; otherwise the neighbour's spin is drawn at its global root,
+// found from its local root (nb's slot; only local roots' slots are ever rewritten).
+__device__ __forceinline__ u32 edge_satisfied(u32* P, const Geo& g, const SwKey& key, u8 active,
+                                              u32 nb, u32 s) {
+    if (active) return 1;
+    return new_spin(find_halving(P, g, ld_cg(P + nb) - 1), key) == s;
+}
+
+// New spins of a grid of tiles (CTA (TW, 8); grid (tiles across, some tiles down, looping)).
+// The local roots of a warp's rows are handled compactly (listed in shared memory, one lane
+// each), so the finds and the Philox blocks of the new spins cost a fraction of a pass. With M (measured sweeps) the
+// observables of the new configuration are tallied on the way, without reading the spins again:
+//   cluster sizes  each local root's part is counted by runs of equal local roots along the
+//       warp's row (a shuffle and a ballot, one shared atomic per run); clusters inside one tile
+//       add |c|^2 to obs[1] at once, the others add their tile's part to sizes[R] (R listed
+//       once) for sw_sumsq;
+//   histogram  obs[2 + v] += the part's size at each local root, v its new spin;
+//   satisfied bonds  obs[0]: inside the tile from the new spins in shared memory, across its
+//       right and bottom edges from the saved bonds or the neighbour's root (edge_satisfied).
+template <bool M>
+__device__ __forceinline__ void flip_tiles(u8* spins, u32* P, const Geo& g, u32 wrap_x,
+                                           u32 wrap_y, const SwKey& key,
+                                           const u32* __restrict__ RM, const u8* __restrict__ BR,
+                                           const u8* __restrict__ BD, u8* flags, u32* sizes,
+                                           u32* list, u32* list_n, u64* obs) {
     __shared__ u8 s_new[TW * TH];
-    __shared__ u32 s_cnt[TW * TH];
-    __shared__ u32 s_root[TW * TH];
-    const u32 lx = threadIdx.x, tx = blockIdx.x;
+    __shared__ u16 s_list[8][PER * TW]; // each warp's local roots (nodes), in raster order
+    __shared__ u32 s_root[M ? TW * TH : 1];
+    __shared__ u32 s_cnt[M ? TW * TH : 1];
+    __shared__ u8 s_spin[M ? TW * TH : 1];
+    __shared__ u32 s_key[M ? HSLOTS : 1], s_val[M ? HSLOTS : 1], s_hist[M ? 256 : 1];
+    const u32 lx = threadIdx.x, tx = blockIdx.x, tid = threadIdx.y * TW + lx;
     const u32 x = tx * TW + lx;
     const u32 tiles_x = (g.w + TW - 1) / TW, tiles_y = (g.h + TH - 1) / TH;
     u64 sq = 0;
+    u32 sat = 0, hc[4] = {0, 0, 0, 0};
+    if (M) {
+        s_key[tid] = EMPTY;
+        s_val[tid] = 0;
+        s_hist[tid] = 0;
+    }
     for (u32 ty = blockIdx.y; ty < tiles_y; ty += gridDim.y) {
         u32 m[PER];
         u32 total = 0;
@@ -258,15 +297,19 @@ sw_flip(u8* spins, u32* P, Geo g, SwKey key, const u32* __restrict__ RM, u8* fla
             const u32 ly = threadIdx.y + 8 * k;
             const u32 y = ty * TH + ly;
             m[k] = y < g.h ? RM[(u64)y * tiles_x + tx] : 0u;
+            if ((m[k] >> lx) & 1u)
+                s_list[threadIdx.y][total + __popc(m[k] & ((1u << lx) - 1u))] = (u16)(ly * TW + lx);
             total += __popc(m[k]);
-            if (measure) s_cnt[ly * TW + lx] = 0;
+            if (M) s_cnt[ly * TW + lx] = 0;
         }
+        __syncwarp();
+        // The warp's local roots, one lane each.
         for (u32 t = lx; t < total; t += 32) {
-            const u32 node = nth_root(m, t);
+            const u32 node = s_list[threadIdx.y][t];
             const u32 site = (ty * TH + node / TW) * g.w + tx * TW + node % TW;
             const u32 r = find_halving(P, g, site);
-            s_new[node] = (u8)(((u64)philox(r, key).z * key.q) >> 32);
-            s_root[node] = r;
+            s_new[node] = (u8)new_spin(r, key);
+            if (M) s_root[node] = r;
         }
         __syncthreads();
         u32 loc[PER];
@@ -281,50 +324,124 @@ sw_flip(u8* spins, u32* P, Geo g, SwKey key, const u32* __restrict__ RM, u8* fla
                 const u32 ry = div_w(g, r), rx = r - ry * g.w;
                 loc[k] = (ry - ty * TH) * TW + (rx - tx * TW);
             }
-            if (measure) {
-                // One shared atomic per distinct cluster in the warp row.
-                const u32 same = __match_any_sync(0xffffffffu, inside ? loc[k] : 0xffffffffu);
-                if (inside && lx == (u32)(__ffs(same) - 1)) atomicAdd(s_cnt + loc[k], (u32)__popc(same));
+            if (M) {
+                // A run of equal local roots along the row: its first lane adds its length.
+                const u32 lv = inside ? loc[k] : EMPTY;
+                const u32 prev = __shfl_up_sync(0xffffffffu, lv, 1);
+                const bool head = !inside || lx == 0 || prev != lv;
+                const u32 heads = __ballot_sync(0xffffffffu, head);
+                if (inside && head) {
+                    const u32 above = lx == 31 ? 0u : (heads >> (lx + 1)) << (lx + 1);
+                    const u32 end = above ? (u32)(__ffs(above) - 1) : 32u;
+                    atomicAdd(s_cnt + lv, end - lx);
+                }
             }
         }
         __syncthreads();
 #pragma unroll
         for (u32 k = 0; k < PER; k++) {
-            const u32 y = ty * TH + threadIdx.y + 8 * k;
-            if (x < g.w && y < g.h) spins[y * g.w + x] = s_new[loc[k]];
+            const u32 ly = threadIdx.y + 8 * k;
+            const u32 y = ty * TH + ly;
+            const bool inside = x < g.w && y < g.h;
+            const u8 s = s_new[loc[k]];
+            if (inside) spins[y * g.w + x] = s;
+            if (M) {
+                s_spin[ly * TW + lx] = s;
+                const u8 right = (u8)__shfl_down_sync(0xffffffffu, (u32)s, 1);
+                if (inside && lx < TW - 1 && x + 1 < g.w) sat += s == right;
+            }
         }
-        if (measure) {
-            // A uniform loop over the warp's roots, so that the list grows by one atomic per warp.
-            for (u32 t0 = 0; t0 < total; t0 += 32) {
-                const u32 t = t0 + lx;
-                bool append = false;
-                u32 r = 0;
-                if (t < total) {
-                    const u32 node = nth_root(m, t);
-                    const u32 site = (ty * TH + node / TW) * g.w + tx * TW + node % TW;
-                    const u32 c = s_cnt[node];
-                    r = s_root[node];
-                    const bool marked = flags[site] != 0;
-                    if (marked) flags[site] = 0;
-                    if (r == site && !marked) {
-                        sq += (u64)c * c;
-                    } else {
-                        append = atomicAdd(sizes + r, c) == 0;
-                    }
+        if (M) {
+            for (u32 t = lx; t < total; t += 32) {
+                const u32 node = s_list[threadIdx.y][t];
+                const u32 site = (ty * TH + node / TW) * g.w + tx * TW + node % TW;
+                const u32 c = s_cnt[node], v = s_new[node], r = s_root[node];
+#pragma unroll
+                for (u32 j = 0; j < 4; j++) hc[j] += v == j ? c : 0u;
+                if (v >= 4) atomicAdd(s_hist + v, c);
+                const bool marked = flags[site] != 0;
+                if (marked) flags[site] = 0;
+                if (r == site && !marked) {
+                    sq += (u64)c * c;
+                } else if (!hash_add(s_key, s_val, r, c) && atomicAdd(sizes + r, c) == 0) {
+                    list[atomicAdd(list_n, 1u)] = r;
                 }
-                const u32 am = __ballot_sync(0xffffffffu, append);
-                if (am) {
-                    const u32 leader = __ffs(am) - 1;
-                    u32 base = 0;
-                    if (lx == leader) base = atomicAdd(list_n, (u32)__popc(am));
-                    base = __shfl_sync(0xffffffffu, base, leader);
-                    if (append) list[base + __popc(am & ((1u << lx) - 1u))] = r;
+            }
+            __syncthreads();
+#pragma unroll
+            for (u32 k = 0; k < PER; k++) {
+                const u32 ly = threadIdx.y + 8 * k;
+                const u32 y = ty * TH + ly;
+                if (x < g.w && ly < TH - 1 && y + 1 < g.h)
+                    sat += s_spin[ly * TW + lx] == s_spin[(ly + 1) * TW + lx];
+            }
+            if (threadIdx.y == 6) {
+                // The right edge: lane = row.
+                const u32 y = ty * TH + lx, xl = min(TW - 1, g.w - 1 - tx * TW), xe = tx * TW + xl;
+                if (y < g.h && (xe + 1 < g.w || wrap_x)) {
+                    const u32 nb = y * g.w + (xe + 1 < g.w ? xe + 1 : 0);
+                    sat += edge_satisfied(P, g, key, BR[(u64)tx * g.h + y], nb,
+                                          s_spin[lx * TW + xl]);
                 }
+            } else if (threadIdx.y == 7) {
+                // The bottom edge: lane = column.
+                const u32 yl = min(TH - 1, g.h - 1 - ty * TH), ye = ty * TH + yl;
+                if (x < g.w && (ye + 1 < g.h || wrap_y)) {
+                    const u32 nb = (ye + 1 < g.h ? ye + 1 : 0) * g.w + x;
+                    sat += edge_satisfied(P, g, key, BD[(u64)ty * g.w + x], nb,
+                                          s_spin[yl * TW + lx]);
+                }
+            }
+            // Flush the table: one global atomic per cluster, listed by the tile that adds first.
+            const u32 r = s_key[tid];
+            bool append = false;
+            if (r != EMPTY) {
+                append = atomicAdd(sizes + r, s_val[tid]) == 0;
+                s_key[tid] = EMPTY;
+                s_val[tid] = 0;
+            }
+            const u32 am = __ballot_sync(0xffffffffu, append);
+            if (am) {
+                const u32 leader = __ffs(am) - 1;
+                u32 base = 0;
+                if (lx == leader) base = atomicAdd(list_n, (u32)__popc(am));
+                base = __shfl_sync(0xffffffffu, base, leader);
+                if (append) list[base + __popc(am & ((1u << lx) - 1u))] = r;
             }
         }
         __syncthreads();
     }
-    if (measure) warp_add64(obs + 1, sq);
+    if (M) {
+        warp_add64(obs, sat);
+        warp_add64(obs + 1, sq);
+#pragma unroll
+        for (u32 j = 0; j < 4; j++) warp_add64(obs + 2 + j, hc[j]);
+        if (key.q > 4) {
+            __syncthreads();
+            if (tid >= 4 && tid < key.q && s_hist[tid])
+                atomicAdd((unsigned long long*)(obs + 2 + tid), (unsigned long long)s_hist[tid]);
+        }
+    }
+}
+
+// Unmeasured sweeps' new spins. Grid and CTA as sw_local.
+extern "C" __global__ void __launch_bounds__(256)
+sw_flip(u8* spins, u32* P, Geo g, u32 wrap_x, u32 wrap_y, SwKey key, const u32* __restrict__ RM,
+        const u8* __restrict__ BR, const u8* __restrict__ BD, u8* flags, u32* sizes, u32* list,
+        u32* list_n, u64* obs) {
+    flip_tiles<false>(spins, P, g, wrap_x, wrap_y, key, RM, BR, BD, flags, sizes, list, list_n,
+                      obs);
+}
+
+// Measured sweeps' new spins and tallies (obs: satisfied bonds, sum of |c|^2 over the clusters
+// inside one tile, q spin counts). CTA as sw_local; each CTA loops over several tiles down, so
+// that the tallies' atomics stay few.
+extern "C" __global__ void __launch_bounds__(256)
+sw_flip_measure(u8* spins, u32* P, Geo g, u32 wrap_x, u32 wrap_y, SwKey key,
+                const u32* __restrict__ RM, const u8* __restrict__ BR, const u8* __restrict__ BD,
+                u8* flags, u32* sizes, u32* list, u32* list_n, u64* obs) {
+    flip_tiles<true>(spins, P, g, wrap_x, wrap_y, key, RM, BR, BD, flags, sizes, list, list_n,
+                     obs);
 }
 
 // Sum of sizes[R]^2 over the *list_n listed roots into obs[1]; the sizes are cleared.
@@ -340,53 +457,6 @@ sw_sumsq(u32* sizes, const u32* __restrict__ list, const u32* __restrict__ list_
         sq += c * c;
     }
     warp_add64(obs + 1, sq);
-}
-
-// obs[0] += equal neighbour pairs (each bond once: right and down, wrapping where the axis
-// wraps), obs[2 + v] += sites holding v. Grid-stride over sites, CTA 256. For q <= 4 each thread
-// counts in registers; otherwise one shared atomic per distinct value in a warp.
-extern "C" __global__ void __launch_bounds__(256)
-sw_measure(const u8* __restrict__ spins, Geo g, u32 wrap_x, u32 wrap_y, u32 q, u64* obs) {
-    __shared__ u32 s_hist[256];
-    for (u32 i = threadIdx.x; i < 256; i += blockDim.x) s_hist[i] = 0;
-    __syncthreads();
-    const u64 n = (u64)g.h * g.w;
-    const u32 lane = threadIdx.x & 31;
-    const bool small = q <= 4;
-    u32 c[4] = {0, 0, 0, 0};
-    u64 sat = 0;
-    for (u64 i0 = (u64)blockIdx.x * blockDim.x; i0 < n; i0 += (u64)gridDim.x * blockDim.x) {
-        const u64 i = i0 + threadIdx.x;
-        const bool valid = i < n;
-        u32 s = 0x100; // no spin value
-        if (valid) {
-            s = spins[i];
-            const u32 y = div_w(g, (u32)i), x = (u32)i - y * g.w;
-            if (x + 1 < g.w || wrap_x) sat += s == spins[x + 1 < g.w ? i + 1 : (u64)y * g.w];
-            if (y + 1 < g.h || wrap_y) sat += s == spins[y + 1 < g.h ? i + g.w : (u64)x];
-        }
-        if (small) {
-#pragma unroll
-            for (u32 v = 0; v < 4; v++) c[v] += s == v;
-        } else {
-            const u32 same = __match_any_sync(0xffffffffu, s);
-            if (valid && lane == (u32)(__ffs(same) - 1)) atomicAdd(s_hist + s, (u32)__popc(same));
-        }
-    }
-    if (small) {
-#pragma unroll
-        for (u32 v = 0; v < 4; v++) {
-            u32 t = c[v];
-#pragma unroll
-            for (int o = 16; o > 0; o >>= 1) t += __shfl_down_sync(0xffffffffu, t, o);
-            if (lane == 0 && t) atomicAdd(s_hist + v, t);
-        }
-    }
-    warp_add64(obs, sat);
-    __syncthreads();
-    for (u32 v = threadIdx.x; v < q; v += blockDim.x) {
-        if (s_hist[v]) atomicAdd((unsigned long long*)(obs + 2 + v), (unsigned long long)s_hist[v]);
-    }
 }
 
 // Raw bond labels: every site gets its root + 1 (P is the label array: root + 1 is a valid

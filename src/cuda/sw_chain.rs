@@ -2,7 +2,9 @@
 //! `sw_*` kernels of [`super::swendsen_wang`] (where the bytes each sweep moves are counted).
 
 use super::runtime::{cuda_err, kernel_args, DevBuf, Gpu, PinnedBuf};
-use super::swendsen_wang::{border_bytes, geo, stride_grid, tile_grid, KEY, THREADS, TW};
+use super::swendsen_wang::{
+    border_bytes, geo, measure_grid, stride_grid, tile_grid, KEY, THREADS, TW,
+};
 use super::CudaDevice;
 use crate::core::sweep::{threshold, SwParams, SwTally};
 use crate::{Boundary, Error, Result};
@@ -310,10 +312,12 @@ impl CudaSwendsenWang {
             .collect())
     }
 
-    /// Bytes a sweep must move at the least (module docs), for the memory-floor fraction.
-    pub fn bytes_per_sweep(&self, measure: bool) -> f64 {
+    /// Bytes a sweep must move at the least (module docs), for the memory-floor fraction: the
+    /// same for measured sweeps, whose flip tallies the observables from what it holds already
+    /// (only the cross-tile clusters' sizes move, a few bytes per tile).
+    pub fn bytes_per_sweep(&self, _measure: bool) -> f64 {
         let n = (self.params.height * self.params.width) as f64;
-        n * (10.0 + 3.0 / 8.0 + if measure { 1.0 } else { 0.0 })
+        n * (10.0 + 3.0 / 8.0)
     }
 
     /// Queues the kernels of sweep `sweep`, measured into tally slot `slot`; `after(name)` runs
@@ -344,7 +348,6 @@ impl CudaSwendsenWang {
         let slot_bytes = (q as usize + 2) * 8;
         let obs = self.tallies.ptr + (slot.unwrap_or(0) * slot_bytes) as u64;
         let list_n = self.tallies.ptr + (TALLY_SLOTS * slot_bytes) as u64;
-        let measure = u32::from(slot.is_some());
         let gpu = &self.gpu;
         let module = gpu
             .get_module(&KEY)
@@ -359,6 +362,8 @@ impl CudaSwendsenWang {
                 &mut kernel_args![spins, g, wrap_x, wrap_y, key, forest, br, bd, rm],
             )?;
             after("sw_local")?;
+            // Roots that other tiles' clusters join are marked for the measured flip only.
+            let marks: sys::CUdeviceptr = if slot.is_some() { marks } else { 0 };
             gpu.launch(
                 module.func("sw_border"),
                 stride_grid(gpu, border_bytes(h, w)),
@@ -366,20 +371,19 @@ impl CudaSwendsenWang {
                 &mut kernel_args![forest, g, br, bd, marks],
             )?;
             after("sw_border")?;
+            let mut args = kernel_args![
+                spins, forest, g, wrap_x, wrap_y, key, rm, br, bd, marks, sizes, list, list_n, obs
+            ];
             if slot.is_some() {
                 gpu.memset_zero(obs, slot_bytes)?;
                 gpu.memset_zero(list_n, 4)?;
-            }
-            gpu.launch(
-                module.func("sw_flip"),
-                tile_grid(h, w),
-                (TW as u32, 8, 1),
-                &mut kernel_args![
-                    spins, forest, g, key, rm, marks, sizes, list, list_n, obs, measure
-                ],
-            )?;
-            after("sw_flip")?;
-            if slot.is_some() {
+                gpu.launch(
+                    module.func("sw_flip_measure"),
+                    measure_grid(gpu, h, w),
+                    (TW as u32, 8, 1),
+                    &mut args,
+                )?;
+                after("sw_flip_measure")?;
                 gpu.launch(
                     module.func("sw_sumsq"),
                     (gpu.sms * 16, 1, 1),
@@ -387,13 +391,14 @@ impl CudaSwendsenWang {
                     &mut kernel_args![sizes, list, list_n, obs],
                 )?;
                 after("sw_sumsq")?;
+            } else {
                 gpu.launch(
-                    module.func("sw_measure"),
-                    stride_grid(gpu, h * w),
-                    (THREADS, 1, 1),
-                    &mut kernel_args![spins, g, wrap_x, wrap_y, q, obs],
+                    module.func("sw_flip"),
+                    tile_grid(h, w),
+                    (TW as u32, 8, 1),
+                    &mut args,
                 )?;
-                after("sw_measure")?;
+                after("sw_flip")?;
             }
         }
         Ok(())

@@ -10,13 +10,15 @@
 //! bonds to a slot of a device buffer that the host reads every few hundred sweeps, so nothing
 //! waits per sweep (the chain itself: `sw_chain.rs`).
 //!
-//! Bytes each unmeasured sweep moves, per site: the tile pass reads the spin (1) and writes the
-//! forest slot (4), the local-root mask (1/8) and the leaving bonds (1/16); the border pass
-//! reads those (1/16) and touches the slots of the tiles' edges; the flip reads the mask (1/8)
-//! and the slot (4) and writes the spin (1): about 10.4 bytes. A measured sweep reads the spins
-//! once more (1). On an H100 the sweep runs at about a tenth of that memory floor: the tile
-//! pass is bound by its arithmetic (a Philox block per site and the shared-memory unions),
-//! not by memory (Nsight Compute: 78 % SM throughput, 6 % DRAM).
+//! Bytes each sweep moves, per site: the tile pass reads the spin (1) and writes the forest slot
+//! (4), the local-root mask (1/8) and the leaving bonds (1/16); the border pass reads those
+//! (1/16) and touches the slots of the tiles' edges; the flip reads the mask (1/8) and the slot
+//! (4) and writes the spin (1): about 10.4 bytes. A measured sweep's flip tallies the
+//! observables from what it holds (the new spins of its tile in shared memory, its local roots'
+//! sizes counted by runs), so only the sizes of clusters crossing tiles add traffic, a few bytes
+//! per tile. The tile pass is bound by instruction issue (a Philox block per site and the
+//! shared-memory unions), not by memory (Nsight Compute on an H200 at L = 8192: issue slots 80 %
+//! busy, DRAM 3 %; the flips 68–74 %), so a sweep runs at about 7 % of that memory floor.
 
 use super::canonical::{self, Geo};
 use super::engine::{Buffers, FamilyScratch, Job};
@@ -38,8 +40,8 @@ pub(crate) const KERNELS: &[&str] = &[
     "sw_local",
     "sw_border",
     "sw_flip",
+    "sw_flip_measure",
     "sw_sumsq",
-    "sw_measure",
 ];
 
 /// Tile width and height (`TW`, `TH` in the kernel file).
@@ -75,6 +77,14 @@ pub(super) fn geo(h: usize, w: usize) -> Geo {
 /// The tile grid: tiles across, tiles down (looping beyond 65535).
 pub(super) fn tile_grid(h: usize, w: usize) -> (u32, u32, u32) {
     (w.div_ceil(TW) as u32, h.div_ceil(TH).min(65535) as u32, 1)
+}
+
+/// The measured flip's grid: each CTA loops over several tiles down (up to 16, keeping about
+/// 32 CTAs per multiprocessor), so that its tallies' atomics stay few.
+pub(super) fn measure_grid(gpu: &Gpu, h: usize, w: usize) -> (u32, u32, u32) {
+    let (tx, ty) = (w.div_ceil(TW), h.div_ceil(TH));
+    let per = (tx * ty / (gpu.sms as usize * 32).max(1)).clamp(1, 16);
+    (tx as u32, ty.div_ceil(per).min(65535) as u32, 1)
 }
 
 /// A grid-stride grid over `items`, a few CTAs per multiprocessor at most.
