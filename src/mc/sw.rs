@@ -6,7 +6,7 @@
 use super::measure::{tally, Sample};
 use super::model::Model;
 use super::rng::{threshold, SweepKey, TAG_SW};
-use super::sw_label::{finish_strip, join_seams, label_strip, Params, Scratch};
+use super::sw_label::{finish_strip, join_seams, label_strip, Params, Scratch, Sizes};
 use crate::cpu::pool::CpuPool;
 use crate::{Error, Options, Result};
 use ndarray::Array2;
@@ -23,8 +23,10 @@ pub struct SwendsenWang {
     parallel: bool,
     roots: Array2<u32>,
     fresh: Vec<u8>,
-    /// Sites per root during a measured sweep; all zero between sweeps.
+    /// Sites per root during a measured sweep (shared by several strips, or `plain` for one);
+    /// all zero between sweeps.
     sizes: Vec<AtomicU32>,
+    plain: Vec<u32>,
     scratch: Vec<Scratch>,
     touched: Vec<u32>,
     histogram: Option<Vec<u64>>,
@@ -52,6 +54,7 @@ impl SwendsenWang {
             roots: Array2::zeros((h, w)),
             fresh: vec![0; h * w],
             sizes: Vec::new(),
+            plain: Vec::new(),
             scratch: Vec::new(),
             touched: Vec::new(),
             histogram: None,
@@ -171,37 +174,54 @@ impl SwendsenWang {
             .map(|(k, sc)| (((k + 1) * rows).min(h), sc.seam.as_slice()))
             .collect();
         join_seams(p, w, h, &seams, &mut self.touched);
-        if measure && self.sizes.len() != h * w {
-            self.sizes = (0..h * w).map(|_| AtomicU32::new(0)).collect();
-        }
-        let sizes = measure.then_some(self.sizes.as_slice());
+        let sizes = match (measure, strips) {
+            (false, _) => None,
+            (true, 1) => {
+                self.plain.resize(h * w, 0);
+                Some(Sizes::Plain(&mut self.plain))
+            }
+            (true, _) => {
+                if self.sizes.len() != h * w {
+                    self.sizes = (0..h * w).map(|_| AtomicU32::new(0)).collect();
+                }
+                Some(Sizes::Shared(&self.sizes))
+            }
+        };
         let fresh = &self.fresh;
+        let (plain, shared) = match sizes {
+            Some(Sizes::Plain(s)) => (Some(s), None),
+            Some(Sizes::Shared(s)) => (None, Some(s)),
+            None => (None, None),
+        };
         let finish = |(k, (p, s)): (usize, (&mut [u32], &mut [u8]))| {
-            finish_strip(p, k * rows * w, s, fresh, sizes);
+            finish_strip(p, k * rows * w, s, fresh, shared.map(Sizes::Shared));
         };
         let parts = p
             .chunks_mut(rows * w)
             .zip(spins.chunks_mut(rows * w))
             .enumerate();
-        if self.parallel && strips > 1 {
+        if let Some(plain) = plain {
+            finish_strip(p, 0, spins, fresh, Some(Sizes::Plain(plain)));
+        } else if self.parallel && strips > 1 {
             parts.par_bridge().for_each(finish);
         } else {
             parts.for_each(finish);
         }
     }
 
-    /// Σ_c |c|² from the sizes counted at the roots (resetting them for the next sweep), and the
-    /// histogram when recording.
+    /// Σ_c |c|² from the sizes counted at the roots (resetting them for the next sweep: both
+    /// arrays stay zero between sweeps, so both are read), and the histogram when recording.
     fn sum_sizes_squared(&mut self) -> u64 {
         let take = |s: &AtomicU32| {
             let v = u64::from(s.load(Relaxed));
             s.store(0, Relaxed);
             v
         };
+        let take_plain = |s: &mut u32| u64::from(std::mem::take(s));
         if let Some(hist) = &mut self.histogram {
             let mut sum = 0;
-            for s in &self.sizes {
-                let v = take(s);
+            let shared = self.sizes.iter().map(take);
+            for v in self.plain.iter_mut().map(take_plain).chain(shared) {
                 if v > 0 {
                     if hist.len() <= v as usize {
                         hist.resize(v as usize + 1, 0);
@@ -212,12 +232,25 @@ impl SwendsenWang {
             }
             sum
         } else if self.parallel {
-            self.sizes
+            let shared: u64 = self
+                .sizes
                 .par_chunks(1 << 16)
                 .map(|c| c.iter().map(|s| take(s).pow(2)).sum::<u64>())
-                .sum()
+                .sum();
+            let plain: u64 = self
+                .plain
+                .par_chunks_mut(1 << 16)
+                .map(|c| c.iter_mut().map(|s| take_plain(s).pow(2)).sum::<u64>())
+                .sum();
+            shared + plain
         } else {
-            self.sizes.iter().map(|s| take(s).pow(2)).sum()
+            let shared: u64 = self.sizes.iter().map(|s| take(s).pow(2)).sum();
+            shared
+                + self
+                    .plain
+                    .iter_mut()
+                    .map(|s| take_plain(s).pow(2))
+                    .sum::<u64>()
         }
     }
 }

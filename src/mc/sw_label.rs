@@ -194,36 +194,52 @@ fn scan_row(
         // The root of the run being joined up is tracked here: a run's start is a root until
         // the run's first union, so no search is needed on this row's side.
         let (mut start, mut root) = (u32::MAX, 0u32);
-        let mut carry = 0u64;
+        let (mut carry, mut left_c, mut left_a) = (0u64, 0u64, 0u64);
+        // Where the last run (of this row, of the row above) started before the current word.
+        let (mut last_c, mut last_a) = (0usize, 0usize);
         for k in 0..r.len() {
             let u = du[k];
             let m = u & ru[k] & r[k];
             let redundant = (m << 1) | carry;
             carry = m >> 63;
             let mut need = u & !redundant;
+            // Run starts from the bits (no load on the union's dependency chain).
+            let starts_c = !((r[k] << 1) | left_c);
+            let starts_a = !((ru[k] << 1) | left_a);
+            (left_c, left_a) = (r[k] >> 63, ru[k] >> 63);
+            let run_start = |starts: u64, j: u32, last: usize| {
+                let m = starts & (u64::MAX >> (63 - j));
+                if m != 0 {
+                    k * 64 + 63 - m.leading_zeros() as usize
+                } else {
+                    last
+                }
+            };
             while need != 0 {
-                let x = k * 64 + need.trailing_zeros() as usize;
+                let j = need.trailing_zeros();
                 need &= need - 1;
-                let s = p[row0 + x];
+                let s = (g0 + run_start(starts_c, j, last_c)) as u32;
                 if s != start {
                     (start, root) = (s, s);
                 }
-                // The root above: two steps up from the site's run start without a branch (the
-                // usual depth), halving that path; deeper trees are rare.
-                let t = p[row0 + x - w];
-                let a1 = p[t as usize - off];
+                // The root above: two steps up from the run start above without a branch (the
+                // usual depth); deeper trees are rare, and get their path halved.
+                let t = g0 - w + run_start(starts_a, j, last_a);
+                let a1 = p[t - off];
                 let a2 = p[a1 as usize - off];
                 let a = if p[a2 as usize - off] == a2 {
                     a2
                 } else {
                     let a = find(p, off, a2);
-                    p[t as usize - off] = a;
+                    p[t - off] = a;
                     a
                 };
                 let (lo, hi) = if a < root { (a, root) } else { (root, a) };
                 p[hi as usize - off] = lo;
                 root = lo;
             }
+            last_c = run_start(starts_c, 63, last_c);
+            last_a = run_start(starts_a, 63, last_a);
         }
     }
     // The wrap bond of the row.
@@ -372,6 +388,25 @@ pub(crate) fn join_seams(
     }
 }
 
+/// Where the finishing pass counts each cluster's sites (at its root): a plain array when one
+/// strip covers the lattice, shared counters when strips meet roots of other strips.
+pub(crate) enum Sizes<'a> {
+    Plain(&'a mut [u32]),
+    Shared(&'a [std::sync::atomic::AtomicU32]),
+}
+
+impl Sizes<'_> {
+    #[inline(always)]
+    fn add(&mut self, root: u32, count: u32) {
+        match self {
+            Sizes::Plain(s) => s[root as usize] += count,
+            Sizes::Shared(s) => {
+                s[root as usize].fetch_add(count, std::sync::atomic::Ordering::Relaxed);
+            }
+        }
+    }
+}
+
 /// The last pass of a strip (sites `p`, first site `off`): every site takes its root (parents
 /// are never above their child, so a raster pass finds each parent already flattened; a parent
 /// outside the strip is already a root) and the new spin drawn at it. With `sizes`, counts each
@@ -382,42 +417,38 @@ fn finish_generic(
     off: usize,
     spins: &mut [u8],
     fresh: &[u8],
-    sizes: Option<&[std::sync::atomic::AtomicU32]>,
+    sizes: Option<Sizes<'_>>,
 ) {
     let n = p.len();
-    match sizes {
-        None => {
-            for i in 0..n {
-                let v = p[i];
-                let loc = (v as usize).wrapping_sub(off);
-                let r = if loc < n { p[loc] } else { v };
-                p[i] = r;
-                spins[i] = fresh[r as usize];
-            }
-        }
-        Some(sizes) => {
-            use std::sync::atomic::Ordering::Relaxed;
-            let (mut last, mut count) = (u32::MAX, 0u32);
-            for i in 0..n {
-                let v = p[i];
-                let loc = (v as usize).wrapping_sub(off);
-                let r = if loc < n { p[loc] } else { v };
-                p[i] = r;
-                spins[i] = fresh[r as usize];
-                if r == last {
-                    count += 1;
-                } else {
-                    if count > 0 {
-                        sizes[last as usize].fetch_add(count, Relaxed);
-                    }
-                    (last, count) = (r, 1);
-                }
-            }
-            if count > 0 {
-                sizes[last as usize].fetch_add(count, Relaxed);
-            }
-        }
+    for i in 0..n {
+        let v = p[i];
+        let loc = (v as usize).wrapping_sub(off);
+        let r = if loc < n { p[loc] } else { v };
+        p[i] = r;
+        spins[i] = fresh[r as usize];
     }
+    let Some(mut sizes) = sizes else {
+        return;
+    };
+    // Runs of equal roots add once; their ends come from a compared mask, 64 sites at a time,
+    // so that no branch depends on where a run ends.
+    let (mut last, mut start) = (p[0], 0usize);
+    let mut i = 1;
+    while i < n {
+        let end = (i + 64).min(n);
+        let mut m = 0u64;
+        for j in i..end {
+            m |= u64::from(p[j] != p[j - 1]) << (j - i);
+        }
+        while m != 0 {
+            let b = i + m.trailing_zeros() as usize;
+            m &= m - 1;
+            sizes.add(last, (b - start) as u32);
+            (last, start) = (p[b], b);
+        }
+        i = end;
+    }
+    sizes.add(last, (n - start) as u32);
 }
 
 dispatch!(
@@ -428,6 +459,6 @@ dispatch!(
         off: usize,
         spins: &mut [u8],
         fresh: &[u8],
-        sizes: Option<&[std::sync::atomic::AtomicU32]>
+        sizes: Option<Sizes<'_>>
     )
 );
