@@ -174,25 +174,20 @@ impl SwendsenWang {
             .map(|(k, sc)| (((k + 1) * rows).min(h), sc.seam.as_slice()))
             .collect();
         join_seams(p, w, h, &seams, &mut self.touched);
-        let sizes = match (measure, strips) {
-            (false, _) => None,
+        let (plain, shared) = match (measure, strips) {
+            (false, _) => (None, None),
             (true, 1) => {
                 self.plain.resize(h * w, 0);
-                Some(Sizes::Plain(&mut self.plain))
+                (Some(self.plain.as_mut_slice()), None)
             }
             (true, _) => {
                 if self.sizes.len() != h * w {
                     self.sizes = (0..h * w).map(|_| AtomicU32::new(0)).collect();
                 }
-                Some(Sizes::Shared(&self.sizes))
+                (None, Some(self.sizes.as_slice()))
             }
         };
         let fresh = &self.fresh;
-        let (plain, shared) = match sizes {
-            Some(Sizes::Plain(s)) => (Some(s), None),
-            Some(Sizes::Shared(s)) => (None, Some(s)),
-            None => (None, None),
-        };
         let finish = |(k, (p, s)): (usize, (&mut [u32], &mut [u8]))| {
             finish_strip(p, k * rows * w, s, fresh, shared.map(Sizes::Shared));
         };
