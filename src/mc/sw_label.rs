@@ -462,3 +462,54 @@ dispatch!(
         sizes: Option<Sizes<'_>>
     )
 );
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::mc::rng::TAG_SW;
+
+    /// The build's baseline code (what CPUs without AVX2 run) equals the dispatched one.
+    #[test]
+    fn baseline_equals_dispatched() {
+        let (h, w) = (37, 150);
+        let mut state = 12345u64;
+        let spins: Vec<u8> = (0..h * w)
+            .map(|_| {
+                state = state
+                    .wrapping_mul(6364136223846793005)
+                    .wrapping_add(1442695040888963407);
+                ((state >> 33) % 3) as u8
+            })
+            .collect();
+        let pr = Params {
+            h,
+            w,
+            key: SweepKey::new(77, 1, 5, TAG_SW),
+            tm1: (0.63 * 4_294_967_296.0) as u32,
+            on: true,
+            q: 3,
+            wraps_x: true,
+            wraps_y: true,
+        };
+        let run = |generic: bool| {
+            let (mut p, mut fresh, mut sc) =
+                (vec![0u32; h * w], vec![0u8; h * w], Scratch::default());
+            let mut s = spins.clone();
+            let mut sizes = vec![0u32; h * w];
+            if generic {
+                strip_generic(&pr, 0..h, &spins, &mut p, &mut fresh, &mut sc);
+            } else {
+                label_strip(&pr, 0..h, &spins, &mut p, &mut fresh, &mut sc);
+            }
+            let mut touched = Vec::new();
+            join_seams(&mut p, w, h, &[(h, sc.seam.as_slice())], &mut touched);
+            if generic {
+                finish_generic(&mut p, 0, &mut s, &fresh, Some(Sizes::Plain(&mut sizes)));
+            } else {
+                finish_strip(&mut p, 0, &mut s, &fresh, Some(Sizes::Plain(&mut sizes)));
+            }
+            (p, s, sizes)
+        };
+        assert_eq!(run(true), run(false));
+    }
+}
