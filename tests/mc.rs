@@ -219,6 +219,41 @@ fn results_do_not_depend_on_thread_count() {
     }
 }
 
+/// The Swendsen–Wang cluster-size histogram covers the measured sweeps exactly: its sites add up
+/// to N per measured sweep and its Σ s² to the improved estimator's numerators; other updates
+/// refuse to record one.
+#[test]
+fn cluster_size_histogram_counts_the_measured_sweeps() {
+    let model = Model::ising(24, 20, ISING_TC).unwrap();
+    let opts = Options::default().backend(clusterlab::Backend::Cpu);
+    let mut chain = Chain::new(model, Update::SwendsenWang, 4, 0, opts).unwrap();
+    assert_eq!(chain.cluster_sizes(), None);
+    chain.run(10, 1, &mut NullSink).unwrap();
+    chain.record_cluster_sizes(true).unwrap();
+    assert_eq!(chain.cluster_sizes(), Some(&[][..]));
+    let mut sink = MemorySink::default();
+    chain.run(40, 4, &mut sink).unwrap();
+    let hist = chain.cluster_sizes().unwrap();
+    let n = model.sites() as u64;
+    let sites: u64 = hist.iter().enumerate().map(|(s, &c)| s as u64 * c).sum();
+    assert_eq!(sites, n * sink.samples.len() as u64);
+    let sq: u64 = hist
+        .iter()
+        .enumerate()
+        .map(|(s, &c)| (s * s) as u64 * c)
+        .sum();
+    let num: f64 = sink.samples.iter().map(|(_, s)| s.cluster_num).sum();
+    assert!((sq as f64 / (n * n) as f64 - num).abs() < 1e-9);
+    assert!(hist[1] > 0 && *hist.last().unwrap() > 0);
+    chain.record_cluster_sizes(false).unwrap();
+    assert_eq!(chain.cluster_sizes(), None);
+    let mut wolff = Chain::new(model, Update::Wolff, 4, 0, opts).unwrap();
+    assert!(matches!(
+        wolff.record_cluster_sizes(true),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
 /// A chain restored from (spins, sweeps) continues bit-identically, measurements included.
 #[test]
 fn restored_chain_continues_identically() {

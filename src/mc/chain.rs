@@ -278,6 +278,34 @@ impl Chain {
         Ok(())
     }
 
+    /// Starts (`true`, clearing it) or stops recording the histogram of Swendsen–Wang cluster
+    /// sizes over the measured sweeps (those [`Chain::run`] hands to its sink, or
+    /// [`Chain::sweep`] with `measure`); read it with [`Chain::cluster_sizes`].
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for a Wolff or Metropolis chain, or a Swendsen–Wang chain on a
+    /// GPU (the histogram is the CPU path's).
+    pub fn record_cluster_sizes(&mut self, on: bool) -> Result<()> {
+        match &mut self.engine {
+            Engine::Sw(u) => {
+                u.record_cluster_sizes(on);
+                Ok(())
+            }
+            _ => Err(Error::InvalidArgument(
+                "the cluster-size histogram is recorded by Swendsen–Wang on the CPU only".into(),
+            )),
+        }
+    }
+
+    /// The recorded cluster-size histogram: entry `s` counts the clusters of `s` sites over the
+    /// measured sweeps since recording started; `None` when not recording.
+    pub fn cluster_sizes(&self) -> Option<&[u64]> {
+        match &self.engine {
+            Engine::Sw(u) => u.cluster_sizes(),
+            _ => None,
+        }
+    }
+
     /// The spins (`0..q`; Ising: 0 is s = +1).
     pub fn spins(&self) -> &Array2<u8> {
         &self.spins

@@ -57,6 +57,7 @@ mod run_file;
 mod stats;
 mod sw;
 mod sw_gpu;
+mod sw_label;
 mod wolff;
 
 pub use autocorr::{estimate, tau_int, Estimate, SOKAL_C};
