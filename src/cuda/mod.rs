@@ -210,6 +210,40 @@ pub(crate) struct CudaBackend {
 }
 
 impl CudaBackend {
+    /// Grows the device and pinned staging buffers to `in_bytes` / `out_bytes` and the job's
+    /// scratch, after checking that the device has the memory (buffers that grow free their old
+    /// memory first), so that a lattice too large is a typed error before any allocation.
+    ///
+    /// # Errors
+    /// [`Error::OutOfDeviceMemory`], or the driver's allocation errors.
+    pub(super) fn reserve(&mut self, job: &Job, in_bytes: usize, out_bytes: usize) -> Result<()> {
+        let st = &mut self.staging;
+        let need = st.dev_in.shortfall(in_bytes)
+            + st.dev_out.shortfall(out_bytes)
+            + self.engine.scratch_shortfall(job);
+        if need > 0 {
+            // Buffers that grow free their old memory first.
+            let reclaim = [(&st.dev_in, in_bytes), (&st.dev_out, out_bytes)]
+                .iter()
+                .filter(|(b, want)| b.shortfall(*want) > 0)
+                .map(|(b, _)| b.bytes)
+                .sum::<usize>();
+            let (free, _) = self.engine.gpu.mem_info()?;
+            if need > free + reclaim {
+                return Err(Error::OutOfDeviceMemory {
+                    needed: need,
+                    free: free + reclaim,
+                });
+            }
+        }
+        st.dev_in.ensure(in_bytes)?;
+        st.dev_out.ensure(out_bytes)?;
+        self.engine.prepare(job)?;
+        st.pin_in.ensure(in_bytes)?;
+        st.pin_out.ensure(out_bytes)?;
+        Ok(())
+    }
+
     /// A backend on device `device`, with a stream of its own. Never panics without a GPU.
     ///
     /// # Errors
@@ -270,30 +304,8 @@ impl CudaBackend {
             return Ok(0);
         }
         let (in_bytes, out_bytes) = (n * site.size(), n * 4);
+        self.reserve(&job, in_bytes, out_bytes)?;
         let st = &mut self.staging;
-        let need = st.dev_in.shortfall(in_bytes)
-            + st.dev_out.shortfall(out_bytes)
-            + self.engine.scratch_shortfall(&job);
-        if need > 0 {
-            // Buffers that grow free their old memory first.
-            let reclaim = [(&st.dev_in, in_bytes), (&st.dev_out, out_bytes)]
-                .iter()
-                .filter(|(b, want)| b.shortfall(*want) > 0)
-                .map(|(b, _)| b.bytes)
-                .sum::<usize>();
-            let (free, _) = self.engine.gpu.mem_info()?;
-            if need > free + reclaim {
-                return Err(Error::OutOfDeviceMemory {
-                    needed: need,
-                    free: free + reclaim,
-                });
-            }
-        }
-        st.dev_in.ensure(in_bytes)?;
-        st.dev_out.ensure(out_bytes)?;
-        self.engine.prepare(&job)?;
-        st.pin_in.ensure(in_bytes)?;
-        st.pin_out.ensure(out_bytes)?;
         let timed = runtime::timings::enabled();
         let staging = std::time::Instant::now();
         match input {

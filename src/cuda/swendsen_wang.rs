@@ -27,7 +27,7 @@ use super::runtime::{cuda_err, kernel_args, Gpu, Module};
 use super::{copy_rows, CudaBackend, Numbering};
 use crate::core::bonds::PackedBonds;
 use crate::core::options::Spec;
-use crate::{Connectivity, Error, Result};
+use crate::{Connectivity, Result};
 use cudarc::driver::{result as dres, sys};
 use ndarray::ArrayViewMut2;
 
@@ -174,25 +174,8 @@ impl CudaBackend {
         }
         let words = bonds.right_words().len();
         let (in_bytes, out_bytes) = (2 * words * 8, n * 4);
+        self.reserve(&job, in_bytes, out_bytes)?;
         let st = &mut self.staging;
-        let need = st.dev_in.shortfall(in_bytes)
-            + st.dev_out.shortfall(out_bytes)
-            + self.engine.scratch_shortfall(&job);
-        if need > 0 {
-            let (free, _) = self.engine.gpu.mem_info()?;
-            let reclaim = st.dev_in.bytes + st.dev_out.bytes;
-            if need > free + reclaim {
-                return Err(Error::OutOfDeviceMemory {
-                    needed: need,
-                    free: free + reclaim,
-                });
-            }
-        }
-        st.dev_in.ensure(in_bytes)?;
-        st.dev_out.ensure(out_bytes)?;
-        self.engine.prepare(&job)?;
-        st.pin_in.ensure(in_bytes)?;
-        st.pin_out.ensure(out_bytes)?;
         let staged = st.pin_in.slice_mut::<u64>(2 * words);
         staged[..words].copy_from_slice(bonds.right_words());
         staged[words..].copy_from_slice(bonds.down_words());

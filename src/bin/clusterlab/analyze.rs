@@ -105,6 +105,21 @@ pub fn table_format(out: &Path) -> Result<bool> {
     }
 }
 
+/// The analyzer the arguments ask for (2-D lattices and frame stacks alike).
+pub fn analyzer(args: &AnalyzeArgs) -> Result<Analyzer> {
+    let l = &args.lattice;
+    let measures = if args.shape {
+        Measures::Shape
+    } else {
+        Measures::All
+    };
+    Ok(Analyzer::new(l.connectivity, l.boundary)
+        .segments(l.segments)
+        .parallelism(l.parallelism())
+        .measures(measures)
+        .backend(args.backend)?)
+}
+
 pub fn run(args: AnalyzeArgs) -> Result<()> {
     if let Some(ns) = &args.ns {
         crate::ns::check(ns)?;
@@ -129,16 +144,7 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
     let l = &args.lattice;
     let lattice = io::read_lattice(&args.input, l.dataset.as_deref())?;
     let (h, w) = lattice.dim();
-    let measures = if args.shape {
-        Measures::Shape
-    } else {
-        Measures::All
-    };
-    let mut analyzer = Analyzer::new(l.connectivity, l.boundary)
-        .segments(l.segments)
-        .parallelism(l.parallelism())
-        .measures(measures)
-        .backend(args.backend)?;
+    let mut analyzer = analyzer(&args)?;
     stage.set(format!("analyzing {h}x{w} lattice"));
     let start = Instant::now();
     let (table, labels) = if args.no_labels {

@@ -8,7 +8,7 @@ use crate::stack::label_meta;
 use anyhow::Result;
 use clusterlab::io::SummaryValues;
 use clusterlab::io::{self, FrameReader, FrameSelection, LabelSink, Lattice, SummaryColumn};
-use clusterlab::{Analyzer, ClusterTable, LatticeStats, Measures};
+use clusterlab::{Analyzer, ClusterTable, LatticeStats};
 use std::io::Write as _;
 use std::ops::Range;
 use std::path::Path;
@@ -133,16 +133,7 @@ pub fn run(args: &AnalyzeArgs, frames: FrameSelection) -> Result<()> {
             csv
         }
     };
-    let measures = if args.shape {
-        Measures::Shape
-    } else {
-        Measures::All
-    };
-    let mut analyzer = Analyzer::new(l.connectivity, l.boundary)
-        .segments(l.segments)
-        .parallelism(l.parallelism())
-        .measures(measures)
-        .backend(args.backend)?;
+    let mut analyzer = crate::analyze::analyzer(args)?;
     let mut reader = FrameReader::open(&args.input, l.dataset.as_deref())?;
     let range = frames.resolve(reader.len())?;
     let dim = reader.dim();
