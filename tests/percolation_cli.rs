@@ -183,6 +183,36 @@ fn run_report_merge_and_refusals() {
     assert_eq!(f["sizes"], g["sizes"]);
     assert_eq!(f["p_c"], g["p_c"]);
 
+    // Fixed-p merge: another seed adds its samples, and R at p_c becomes the sample-weighted
+    // mean (every grid point of a study has the same samples); the same seed or another method
+    // is refused with one line.
+    fixed("30", "h.h5", &["--seed", "9"]);
+    let o = clusterlab(d, &["merge", "f.h5", "h.h5", "--output", "fh.h5"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let (fh, h) = (report("fh.h5"), report("h.h5"));
+    assert_eq!(fh["samples"], 180 + 60);
+    for k in 0..2 {
+        let (a, b, m) = (&f["sizes"][k], &h["sizes"][k], &fh["sizes"][k]);
+        assert_eq!(m["samples"], 120);
+        let want = (90.0 * a["R_h"].as_f64().unwrap() + 30.0 * b["R_h"].as_f64().unwrap()) / 120.0;
+        assert!(
+            (m["R_h"].as_f64().unwrap() - want).abs() < 1e-12,
+            "{m} vs {want}"
+        );
+    }
+    for (x, y) in [("f.h5", "g.h5"), ("f.h5", "a.h5")] {
+        let o = clusterlab(d, &["merge", x, y, "--output", "bad.h5"]);
+        assert!(!o.status.success(), "{x} + {y}");
+        assert_eq!(
+            String::from_utf8_lossy(&o.stderr)
+                .trim_end()
+                .lines()
+                .count(),
+            1
+        );
+        assert!(!d.join("bad.h5").exists());
+    }
+
     // Resume to more samples, then merge with a disjoint seed.
     let mut more = RUN.to_vec();
     more[6] = "50";

@@ -65,6 +65,38 @@ impl FixedSums {
         }
     }
 
+    /// Adds the sums of another study of the same geometry and grid (drawn from another seed,
+    /// which the caller checks): counts, moments, `n_s` and samples add.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) when the geometry, the grid or
+    /// the histogram's point differ.
+    pub fn merge(&mut self, other: &FixedSums) -> crate::Result<()> {
+        if self.geometry != other.geometry
+            || self.p != other.p
+            || self.ns_at != other.ns_at
+            || self.ns.len() != other.ns.len()
+        {
+            return Err(crate::Error::InvalidArgument(format!(
+                "cannot merge fixed-p sums of {:?} on a grid of {} points with sums of {:?} on a \
+                 grid of {} points: geometry and p grid must agree",
+                self.geometry,
+                self.p.len(),
+                other.geometry,
+                other.p.len()
+            )));
+        }
+        self.samples += other.samples;
+        for (a, b) in self.counts.iter_mut().zip(&other.counts) {
+            a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
+        }
+        for (a, b) in self.moments.iter_mut().zip(&other.moments) {
+            a.iter_mut().zip(b).for_each(|(a, b)| *a += b);
+        }
+        self.ns.iter_mut().zip(&other.ns).for_each(|(a, b)| *a += b);
+        Ok(())
+    }
+
     /// Adds a batch of samples at grid point `i` (the caller adds the same indices at every
     /// point, then raises `samples`).
     pub fn add(&mut self, i: usize, batch: &BatchStats) {

@@ -489,22 +489,46 @@ pub fn read_study(path: &Path) -> Result<Study> {
     })
 }
 
-/// Merges studies `a` and `b` (same model, boundary and sizes; disjoint samples: different
-/// seeds, or disjoint ranges of one seed's stream) into `output`, with the estimates. The
-/// settings (grid, seed, command) are `a`'s; the records keep each sample's seed and index.
+/// Merges studies `a` and `b` (same method, model, boundary and sizes; disjoint samples:
+/// different seeds, or for Newman–Ziff disjoint ranges of one seed's stream) into `output`, with
+/// the estimates. The settings (grid, seed, command) are `a`'s; Newman–Ziff records keep each
+/// sample's seed and index. Fixed-p studies must have distinct seeds and the same p grid.
 ///
 /// # Errors
 /// As [`read_study`] and [`write_study`]; [`Error::InvalidArgument`] when the studies differ in
-/// model, boundary or sizes, or share a sample.
+/// method, model, boundary, sizes or (fixed-p) grid, or share a sample (fixed-p: a seed).
 pub fn merge_files(a: &Path, b: &Path, output: &Path) -> Result<Study> {
     let mut sa = read_study(a)?;
     let sb = read_study(b)?;
     let (ca, cb) = (&sa.config, &sb.config);
-    if ca.method == Method::FixedP || cb.method == Method::FixedP {
-        return Err(Error::InvalidArgument(
-            "merging fixed-p studies is not implemented yet: run one study with more samples"
-                .into(),
-        ));
+    if ca.method != cb.method {
+        return Err(Error::InvalidArgument(format!(
+            "cannot merge {} ({}) with {} ({}): the methods differ",
+            a.display(),
+            ca.method,
+            b.display(),
+            cb.method
+        )));
+    }
+    if ca.method == Method::FixedP {
+        // Fixed-p sums keep no per-sample records: distinct seeds make the streams disjoint.
+        // The merged study keeps a's seed, so a resumed run continues a's stream past every
+        // index either study used.
+        if ca.seed == cb.seed {
+            return Err(Error::InvalidArgument(format!(
+                "{} and {} both use seed {}: their samples overlap",
+                a.display(),
+                b.display(),
+                ca.seed
+            )));
+        }
+        if ca.p_grid != cb.p_grid {
+            return Err(Error::InvalidArgument(format!(
+                "cannot merge {} with {}: their p grids differ",
+                a.display(),
+                b.display()
+            )));
+        }
     }
     if ca.model != cb.model || ca.boundary != cb.boundary || ca.sizes != cb.sizes {
         return Err(Error::InvalidArgument(format!(
@@ -522,7 +546,16 @@ pub fn merge_files(a: &Path, b: &Path, output: &Path) -> Result<Study> {
     for (x, y) in sa.sums.iter_mut().zip(&sb.sums) {
         x.merge(y)?;
     }
-    sa.config.samples = sa.sums.iter().map(|s| s.samples).max().unwrap_or(0);
+    for (x, y) in sa.fixed.iter_mut().zip(&sb.fixed) {
+        x.merge(y)?;
+    }
+    sa.config.samples = sa
+        .sums
+        .iter()
+        .map(|s| s.samples)
+        .chain(sa.fixed.iter().map(|f| f.samples))
+        .max()
+        .unwrap_or(0);
     let results = sa.results()?;
     write_study(output, &sa, Some(&results))?;
     Ok(sa)

@@ -32,8 +32,9 @@ pub enum PercolationCommand {
     /// Print the estimates of a study file: p_c with its error, and per size the wrapping
     /// probabilities at the reference p_c, the crossing p_L and τ.
     Report(ReportArgs),
-    /// Merge two studies of the same model, boundary and sizes with disjoint samples (different
-    /// seeds, or disjoint ranges of one seed's stream).
+    /// Merge two studies of the same method, model, boundary and sizes with disjoint samples
+    /// (different seeds, or for newman-ziff disjoint ranges of one seed's stream; fixed-p studies
+    /// need distinct seeds and the same --p grid).
     Merge(MergeArgs),
     /// Draw the figures of a study as PNGs: R(p) per size with the exact R∞ and the crossings,
     /// P∞(p) and S(p), n_s at p_c with the fitted τ, and p_c(L) against L^(−1−1/ν).
