@@ -194,7 +194,7 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
         } else {
             0.0
         };
-        print_json(&serde_json::json!({
+        let mut doc = serde_json::json!({
             "command": "analyze",
             "input": args.input.display().to_string(),
             "dtype": lattice.dtype(),
@@ -203,24 +203,15 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
             "connectivity": l.connectivity.neighbours(),
             "boundary": l.boundary.name(),
             "segments": l.segments,
-            "clusters": s.clusters,
-            "largest": s.largest,
             "largest_fraction": fraction,
-            "mean_size": s.mean_size,
-            "p_infinity": s.p_infinity,
-            "percolating": s.percolating,
-            "wraps_x": s.wraps_x,
-            "wraps_y": s.wraps_y,
-            "wraps_both": s.wraps_both,
-            "wraps_either": s.wraps_either,
-            "spans_x": s.spans_x,
-            "spans_y": s.spans_y,
             "time_ms": elapsed.as_secs_f64() * 1e3,
             "threads": threads,
             "backend": analyzer.backend_name(),
             "output": args.output.as_ref().map(|o| o.display().to_string()),
             "ns": args.ns.as_ref().map(|o| o.display().to_string()),
-        }));
+        });
+        with_stats(&mut doc, &s);
+        print_json(&doc);
     } else if !args.out.quiet {
         let mut text = format!(
             "input      {} ({h}x{w} {})\n\
@@ -252,6 +243,29 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
 }
 
 /// The lattice's statistics as summary lines: clusters, largest, S, P∞, wrapping, spanning.
+/// Adds a lattice's statistics to the JSON object `doc` under the keys `--json` documents
+/// (clusters, largest, mean_size, p_infinity, percolating, wraps_*, spans_*): the 2-D summary
+/// and every frame of a stack share them.
+pub fn with_stats(doc: &mut serde_json::Value, s: &LatticeStats) {
+    if let serde_json::Value::Object(m) = doc {
+        for (k, v) in [
+            ("clusters", serde_json::json!(s.clusters)),
+            ("largest", s.largest.into()),
+            ("mean_size", s.mean_size.into()),
+            ("p_infinity", s.p_infinity.into()),
+            ("percolating", s.percolating.into()),
+            ("wraps_x", s.wraps_x.into()),
+            ("wraps_y", s.wraps_y.into()),
+            ("wraps_both", s.wraps_both.into()),
+            ("wraps_either", s.wraps_either.into()),
+            ("spans_x", s.spans_x.into()),
+            ("spans_y", s.spans_y.into()),
+        ] {
+            m.insert(k.into(), v);
+        }
+    }
+}
+
 pub fn summary(s: &LatticeStats, boundary: Boundary) -> String {
     let yes = |b: bool| if b { "yes" } else { "no" };
     let fraction = |n: u64| {

@@ -211,23 +211,14 @@ pub fn run(args: &AnalyzeArgs, frames: FrameSelection) -> Result<()> {
             .iter()
             .map(|r| {
                 let s = &r.stats;
-                serde_json::json!({
+                let mut row = serde_json::json!({
                     "frame": r.frame,
-                    "clusters": s.clusters,
-                    "largest": s.largest,
                     "largest_fraction": fraction(s.largest),
                     "occupied": s.occupied,
-                    "mean_size": s.mean_size,
-                    "p_infinity": s.p_infinity,
-                    "percolating": s.percolating,
-                    "wraps_x": s.wraps_x,
-                    "wraps_y": s.wraps_y,
-                    "wraps_both": s.wraps_both,
-                    "wraps_either": s.wraps_either,
-                    "spans_x": s.spans_x,
-                    "spans_y": s.spans_y,
                     "time_ms": r.time_ms,
-                })
+                });
+                crate::analyze::with_stats(&mut row, s);
+                row
             })
             .collect();
         print_json(&serde_json::json!({
