@@ -67,8 +67,9 @@ pub struct AnalyzeArgs {
     #[arg(long)]
     pub shape: bool,
 
-    /// Where to run: auto (the default of every subcommand: a usable NVIDIA GPU, else the CPU),
-    /// cpu, cuda (GPU 0; gpu is an alias) or cuda:N. On a GPU, --shape tables are computed on
+    /// Where to run: auto (the default of every subcommand: the CPU for a lattice read from a
+    /// file, where uploads and GPU start-up cost more than they save; the summary names the
+    /// choice), cpu, cuda (GPU 0; gpu is an alias) or cuda:N. On a GPU, --shape tables are computed on
     /// the device; full tables label there and measure the perimeters on the CPU. Tables are
     /// identical on every backend.
     #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = parse_backend)]
@@ -242,7 +243,6 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
     Ok(())
 }
 
-/// The lattice's statistics as summary lines: clusters, largest, S, P∞, wrapping, spanning.
 /// Adds a lattice's statistics to the JSON object `doc` under the keys `--json` documents
 /// (clusters, largest, mean_size, p_infinity, percolating, wraps_*, spans_*): the 2-D summary
 /// and every frame of a stack share them.
@@ -266,6 +266,7 @@ pub fn with_stats(doc: &mut serde_json::Value, s: &LatticeStats) {
     }
 }
 
+/// The lattice's statistics as summary lines: clusters, largest, S, P∞, wrapping, spanning.
 pub fn summary(s: &LatticeStats, boundary: Boundary) -> String {
     let yes = |b: bool| if b { "yes" } else { "no" };
     let fraction = |n: u64| {

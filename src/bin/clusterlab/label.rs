@@ -64,9 +64,10 @@ pub struct LabelArgs {
     ]))]
     pub algorithm: Algorithm,
 
-    /// Where to label: auto (the default of every subcommand: a usable NVIDIA GPU when the
-    /// algorithm runs there, else the CPU; the summary names the choice), cpu, cuda (GPU 0; gpu
-    /// is an alias) or cuda:N (GPU N). cuda without a usable GPU is an error.
+    /// Where to label: auto (the default of every subcommand: a usable NVIDIA GPU for a GPU-only
+    /// --algorithm, else the CPU, which labels a lattice read from a file faster than uploads and
+    /// GPU start-up allow; the summary names the choice), cpu, cuda (GPU 0; gpu is an alias) or
+    /// cuda:N (GPU N). cuda without a usable GPU is an error.
     #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = parse_backend)]
     pub backend: Backend,
 
