@@ -35,6 +35,37 @@
 
 #define HA_FULL 0xffffffffu
 
+// HA's finds use plain (L1-cacheable) loads, as the paper's kernels do, not common.cuh's L2
+// loads: a slot only ever moves to an ancestor + 1, so a stale copy still names an ancestor, and
+// ha_unite's atomicMin returns the slot's true value, so a stale root costs at most a retry.
+// Within ha4_strip every slot a CTA reads was written by that CTA (its strip), hence never stale.
+__device__ __forceinline__ u32 ha_find(u32* L, u32 k) {
+    while (true) {
+        const u32 v = L[k];
+        if (v == k + 1) return k;
+        const u32 p = v - 1;
+        const u32 vp = L[p];
+        if (vp == p + 1) return p;
+        L[k] = vp; // path halving: a valid ancestor
+        k = vp - 1;
+    }
+}
+
+// Playne & Hawick's union (common.cuh's unite) over ha_find.
+__device__ __forceinline__ void ha_unite(u32* L, u32 a, u32 b) {
+    while (true) {
+        a = ha_find(L, a);
+        b = ha_find(L, b);
+        if (a == b) return;
+        const u32 hi = a < b ? b : a, lo = a < b ? a : b;
+        const u32 old = atomicMin(L + hi, lo + 1);
+        if (old == hi + 1) return;
+        // hi was no longer a root: unite lo with what it points to now.
+        a = lo;
+        b = old - 1;
+    }
+}
+
 // Whether horizontally or vertically adjacent sites of values a and b are joined.
 __device__ __forceinline__ bool ha_joined(u32 a, u32 b) {
 #if SEGMENTS
@@ -82,7 +113,7 @@ __device__ __forceinline__ void ha_masks(Chunk& a, u32 pv) {
 }
 
 // Unites the runs of chunk a (row y) with those of chunk u (row y - 1, same columns).
-__device__ __forceinline__ void ha_merge(u32* L, const Geo& g, const Chunk& a, const Chunk& u) {
+__device__ __forceinline__ void ha_merge(u32* L, const Chunk& a, const Chunk& u) {
     const u32 lane = threadIdx.x & 31;
 #pragma unroll
     for (u32 k = 0; k < 2; k++) {
@@ -90,10 +121,10 @@ __device__ __forceinline__ void ha_merge(u32* L, const Geo& g, const Chunk& a, c
         const u32 v = a.v[k], vu = u.v[k];
         const bool sa = (a.starts >> b) & 1, su = (u.starts >> b) & 1;
         const bool vert = ha_joined(v, vu);
-        if (vert && (sa || su)) unite(L, g, ha_run(a, b), ha_run(u, b));
+        if (vert && (sa || su)) ha_unite(L, ha_run(a, b), ha_run(u, b));
 #if CONN8
-        if (sa && !vert && ha_joined(v, u.lv[k])) unite(L, g, a.base + b, ha_run_before(u, b));
-        if (su && !vert && ha_joined(vu, a.lv[k])) unite(L, g, u.base + b, ha_run_before(a, b));
+        if (sa && !vert && ha_joined(v, u.lv[k])) ha_unite(L, a.base + b, ha_run_before(u, b));
+        if (su && !vert && ha_joined(vu, a.lv[k])) ha_unite(L, u.base + b, ha_run_before(a, b));
 #endif
     }
 }
@@ -111,7 +142,7 @@ __device__ __forceinline__ Chunk ha_load(const site_t* __restrict__ in, const u3
     if (x0 > 0 && lane == 0) {
         const u32 q = a.base - 1; // column x0 - 1 >= 63: q - 1 is in the same row
         pv = in[q];
-        if (pv) carry = ha_joined(pv, in[q - 1]) ? ld_cg(L + q) - 1 : q;
+        if (pv) carry = ha_joined(pv, in[q - 1]) ? L[q] - 1 : q;
     }
     pv = __shfl_sync(HA_FULL, pv, 0);
     a.carry = __shfl_sync(HA_FULL, carry, 0);
@@ -158,7 +189,7 @@ ha4_strip(const site_t* __restrict__ in, u32* L, Geo g) {
         // The marker on the chunk's last site.
         const u32 lastb = min(63u, g.w - 1 - x0);
         if (lane == (lastb & 31)) {
-            const u32 v = a.v[lastb >> 5];
+            const u32 v = lastb < 32 ? a.v[0] : a.v[1]; // not a.v[i]: no local memory
             if (v && !((a.starts >> lastb) & 1)) L[a.base + lastb] = ha_run(a, lastb) + 1;
         }
         const u32 buf = c & 1;
@@ -179,7 +210,7 @@ ha4_strip(const site_t* __restrict__ in, u32* L, Geo g) {
             u.starts = s_starts[buf][ty - 1];
             u.carry = s_carry[buf][ty - 1];
             u.base = a.base - g.w;
-            ha_merge(L, g, a, u);
+            ha_merge(L, a, u);
         }
         const u32 v63 = __shfl_sync(HA_FULL, a.v[1], 31);
         carry = v63 ? ha_run(a, 63) : 0u;
@@ -201,7 +232,7 @@ ha4_border(const site_t* __restrict__ in, u32* L, Geo g, u32 pairs, u32 wrap_y) 
         const u32 yu = j < pairs ? yl - 1 : g.h - 1;
         const Chunk a = ha_load(in, L, g, yl, c * 64);
         const Chunk u = ha_load(in, L, g, yu, c * 64);
-        ha_merge(L, g, a, u);
+        ha_merge(L, a, u);
     }
 }
 
@@ -211,13 +242,13 @@ __device__ __forceinline__ u32 ha_node(const site_t* __restrict__ in, const u32*
                                        u32 y, u32 x) {
     const u32 q = y * g.w + x;
     if (x == 0 || !ha_joined(in[q], in[q - 1])) return q;
-    return ld_cg(L + q) - 1;
+    return L[q] - 1;
 }
 
 __device__ __forceinline__ void ha_wrap_pair(const site_t* __restrict__ in, u32* L, const Geo& g,
                                              u32 y1, u32 x1, u32 y2, u32 x2) {
     if (ha_joined(in[y1 * g.w + x1], in[y2 * g.w + x2]))
-        unite(L, g, ha_node(in, L, g, y1, x1), ha_node(in, L, g, y2, x2));
+        ha_unite(L, ha_node(in, L, g, y1, x1), ha_node(in, L, g, y2, x2));
 }
 
 // The periodic x edge: one thread per row (grid ceil(h / 256), CTA 256). The y edge is
@@ -239,18 +270,33 @@ ha4_wrap(const site_t* __restrict__ in, u32* L, Geo g, u32 wrap_y) {
 #endif
 }
 
-// The root of node k, read-only (slots only ever hold valid ancestors + 1 here; no FLAG test,
-// so that raw labels work beyond 2^31 sites).
-__device__ __forceinline__ u32 ha_root(const u32* L, u32 k) {
-    u32 v = ld_cg(L + k);
-    while (v != k + 1) {
-        k = v - 1;
-        v = ld_cg(L + k);
+// The roots of up to three nodes (those whose `want` flag is set; the others come back as given),
+// read-only, walked in lockstep so that the three chains' loads are in flight together (the
+// relabel is bound by the latency of these dependent loads, not by bandwidth). Slots only ever
+// hold valid ancestors + 1 here; no FLAG test, so that raw labels work beyond 2^31 sites.
+__device__ __forceinline__ void ha_roots3(const u32* L, u32& a, bool wa, u32& b, bool wb, u32& c,
+                                          bool wc) {
+    while (wa || wb || wc) {
+        const u32 va = wa ? L[a] : 0u, vb = wb ? L[b] : 0u, vc = wc ? L[c] : 0u;
+        if (wa) {
+            if (va == a + 1) wa = false;
+            else a = va - 1;
+        }
+        if (wb) {
+            if (vb == b + 1) wb = false;
+            else b = vb - 1;
+        }
+        if (wc) {
+            if (vc == c + 1) wc = false;
+            else c = vc - 1;
+        }
     }
-    return k;
 }
 
-// Grid-stride over the chunks of the lattice, one warp each, CTA (32, 8). Writes root + 1 at
+// Grid (ceil(chunks per row / 8), R), R <= min(h, 65535), CTA (32, 8): warp ty handles chunk
+// blockIdx.x * 8 + ty of rows blockIdx.y, blockIdx.y + gridDim.y, ... (the host picks R so that
+// there are a few CTAs per chunk column and multiprocessor; each CTA adds its roots to *count
+// once). Writes root + 1 at
 // every occupied site, 0 elsewhere, and counts roots into *count. A start's slot becomes its
 // root + 1 and a marker becomes its run's root + 1: both still valid pointers for concurrent
 // finds and for the next chunk's ha_load.
@@ -258,23 +304,18 @@ extern "C" __global__ void __launch_bounds__(256)
 ha4_relabel(const site_t* __restrict__ in, u32* L, Geo g, u32* count) {
     const u32 lane = threadIdx.x;
     const u32 nch = (g.w + 63) / 64;
-    const u64 total = (u64)g.h * nch;
+    const u32 c = blockIdx.x * blockDim.y + threadIdx.y;
+    __shared__ u32 s_roots[8];
     u32 roots = 0;
-    for (u64 t = (u64)blockIdx.x * blockDim.y + threadIdx.y; t < total;
-         t += (u64)gridDim.x * blockDim.y) {
-        const u32 y = (u32)(t / nch), c = (u32)(t - (u64)y * nch);
+    // Whole warps skip (c >= nch) together; no early return, for the barrier below.
+    for (u32 y = blockIdx.y; c < nch && y < g.h; y += gridDim.y) {
         const u32 x0 = c * 64;
         const Chunk a = ha_load(in, L, g, y, x0);
-        u32 r0 = 0, r1 = 0, rc = 0;
-        if ((a.starts >> lane) & 1) {
-            r0 = ha_root(L, a.base + lane);
-            roots += r0 == a.base + lane;
-        }
-        if ((a.starts >> (lane + 32)) & 1) {
-            r1 = ha_root(L, a.base + lane + 32);
-            roots += r1 == a.base + lane + 32;
-        }
-        if (lane == 0 && a.v[0] && !(a.starts & 1)) rc = ha_root(L, a.carry);
+        const bool w0 = (a.starts >> lane) & 1, w1 = (a.starts >> (lane + 32)) & 1;
+        const bool wc = lane == 0 && a.v[0] && !(a.starts & 1);
+        u32 r0 = a.base + lane, r1 = a.base + lane + 32, rc = a.carry;
+        ha_roots3(L, r0, w0, r1, w1, rc, wc);
+        roots += (w0 && r0 == a.base + lane) + (w1 && r1 == a.base + lane + 32);
         // The start of each of this lane's two runs: a bit of the chunk, or 64 (from the left).
         const u64 m0 = a.starts & ha_upto(lane), m1 = a.starts & ha_upto(lane + 32);
         const u32 s0 = m0 ? 63 - __clzll(m0) : 64u;
@@ -288,5 +329,16 @@ ha4_relabel(const site_t* __restrict__ in, u32* L, Geo g, u32* count) {
         if (x0 + lane < g.w) L[a.base + lane] = l0;
         if (x0 + lane + 32 < g.w) L[a.base + lane + 32] = l1;
     }
-    warp_add(count, roots);
+    // One atomic per CTA: same-address atomics serialise in L2, and a 4-connected lattice at
+    // p_c has a root in nearly every chunk.
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) roots += __shfl_down_sync(0xffffffffu, roots, o);
+    if (lane == 0) s_roots[threadIdx.y] = roots;
+    __syncthreads();
+    if (threadIdx.y == 0) {
+        u32 r = lane < blockDim.y ? s_roots[lane] : 0u;
+#pragma unroll
+        for (int o = 16; o > 0; o >>= 1) r += __shfl_down_sync(0xffffffffu, r, o);
+        if (lane == 0 && r) atomicAdd(count, r);
+    }
 }

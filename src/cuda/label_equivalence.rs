@@ -1,9 +1,10 @@
 //! Label equivalence (Kalentev, Rai, Kemnitz & Schneider, 2011): simple and robust.
 //!
-//! Every occupied site starts with its own index + 1; each iteration's scanning lowers the root
-//! of a site's label to the smallest label among its joined neighbours, and its analysis follows
-//! every label chain to its end, until a scan changes nothing. No reference array: the labels
-//! are their own forest. All iterations run in one cooperative launch (`le_solve`, every CTA
+//! Every occupied site starts with the index + 1 of the first site of its run within 32 sites
+//! (the paper: its own index + 1, which costs more iterations); each iteration's scanning lowers
+//! the root of a site's label to the smallest label among its joined neighbours, and its
+//! analysis follows every label chain to its end, until a scan changes nothing. No reference
+//! array: the labels are their own forest. All iterations run in one cooperative launch (`le_solve`, every CTA
 //! resident, grid barriers between the phases), so the done flag stays in device memory and the
 //! host never waits on it. Both connectivities, segments and all boundaries (the neighbourhood
 //! wraps literally). The result is the raw labels; canonical numbering follows when asked.
@@ -45,7 +46,7 @@ pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Resu
             module.func("le_init"),
             (init_blocks, 1, 1),
             (THREADS, 1, 1),
-            &mut kernel_args![input, labels, n],
+            &mut kernel_args![input, labels, n, w],
         )?;
         gpu.launch_cooperative(
             solve,
