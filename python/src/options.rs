@@ -2,7 +2,7 @@
 //! that name the accepted values.
 
 use crate::value_error;
-use clusterlab::{Backend, Boundary, Connectivity, Parallelism};
+use clusterlab::{Algorithm, Backend, Boundary, Connectivity, Parallelism};
 use pyo3::prelude::*;
 
 /// `4` or `8`.
@@ -68,4 +68,10 @@ pub(crate) fn boundary_name(boundary: Boundary) -> &'static str {
         Boundary::PeriodicX => "periodic-x",
         Boundary::PeriodicY => "periodic-y",
     }
+}
+
+/// An algorithm's name (`"auto"`, `"strips"`, `"hoshen-kopelman"`, `"bfs"`, or a GPU one:
+/// `"bit-runs"`, `"block-union-find"`, `"ha4"`, `"tile-merge"`, `"label-equivalence"`).
+pub(crate) fn algorithm(value: &str) -> PyResult<Algorithm> {
+    value.parse().map_err(crate::error)
 }
