@@ -159,7 +159,7 @@ def main():
         "numpy": np.__version__,
         "clusterlab": clusterlab.__version__,
         "scipy": getattr(sys.modules.get("scipy"), "__version__", None),
-        "cc3d": getattr(cc3d, "__version__", None),
+        "cc3d": version("connected-components-3d") if cc3d is not None else None,
         "cv2": getattr(cv2, "__version__", None),
         "cupy": getattr(cupy, "__version__", None),
         "date": time.strftime("%Y-%m-%d"),
@@ -169,6 +169,15 @@ def main():
         with open(ARGS.json, "w") as f:
             json.dump({"meta": meta, "rows": rows}, f, indent=1)
     print(json.dumps(meta))
+
+
+def version(dist):
+    try:
+        from importlib.metadata import version as v
+
+        return v(dist)
+    except Exception:
+        return None
 
 
 def cpu_name():
