@@ -14,16 +14,25 @@ if [ -z "$nvrtc" ]; then
 fi
 export LD_LIBRARY_PATH="${nvrtc}:${LD_LIBRARY_PATH:-}"
 venv=/tmp/clusterlab-venv
-"$PY" -m venv --system-site-packages "$venv"
-"$venv/bin/python" -m pip install -q --no-index --find-links .whl/deps pytest
-"$venv/bin/python" -m pip install -q --no-index --no-deps --force-reinstall .whl/clusterlab-*.whl
+if "$PY" -m venv --system-site-packages "$venv" 2>/dev/null; then
+    "$venv/bin/python" -m pip install -q --no-index --find-links .whl/deps pytest
+    "$venv/bin/python" -m pip install -q --no-index --no-deps --force-reinstall .whl/clusterlab-*.whl
+    py="$venv/bin/python"
+else
+    # No venv module: the wheels are zip files; unpacked onto PYTHONPATH they import as well.
+    site=/tmp/clusterlab-site
+    rm -rf "$site" && mkdir -p "$site"
+    for w in .whl/clusterlab-*.whl .whl/deps/*.whl; do "$PY" -m zipfile -e "$w" "$site"; done
+    export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}"
+    py=$PY
+fi
 status=0
 echo "== Python tests (CuPy ones included)"
-(cd /tmp && "$venv/bin/python" -m pytest -q -rs "$OLDPWD/python/tests") 2>&1 | tee "$OUT/pytest.log"
+(cd /tmp && "$py" -m pytest -q -rs "$OLDPWD/python/tests") 2>&1 | tee "$OUT/pytest.log"
 [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 for t in 1 $(nproc); do
     echo "== benches/python_vs_peers.py, $t thread(s)"
-    timeout ${BENCH_TIMEOUT:-280} "$venv/bin/python" benches/python_vs_peers.py --threads "$t" \
+    timeout ${BENCH_TIMEOUT:-280} "$py" benches/python_vs_peers.py --threads "$t" \
         --json "$OUT/python_vs_peers_t$t.json" 2>&1 | tee "$OUT/python_vs_peers_t$t.txt"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 done

@@ -68,7 +68,8 @@ def _on_device(obj) -> bool:
     return False
 
 
-def label(input, connectivity=4, boundary="open", segments=False, backend="auto", out=None):
+def label(input, connectivity=4, boundary="open", segments=False, backend="auto", out=None,
+          algorithm="auto"):
     """Label the clusters of a 2-D lattice.
 
     The same tuple and numbering as ``scipy.ndimage.label`` (with ``structure`` the 4- or
@@ -98,6 +99,10 @@ def label(input, connectivity=4, boundary="open", segments=False, backend="auto"
     out : ndarray, optional
         A ``uint32`` or ``int32`` array of the input's shape (any strides) to write the labels
         into (a CuPy array for device inputs); no output is allocated then.
+    algorithm : str, optional
+        "auto" (default: the fastest), or on the CPU "strips", "hoshen-kopelman", "bfs"; on a
+        GPU ``backend`` "bit-runs", "block-union-find", "ha4", "tile-merge",
+        "label-equivalence". Every algorithm gives the same labels.
 
     Returns
     -------
@@ -127,11 +132,11 @@ def label(input, connectivity=4, boundary="open", segments=False, backend="auto"
         from . import _cuda
 
         return _cuda.label(input, connectivity, boundary, segments, backend, out)
-    return _label_host(input, connectivity, boundary, segments, backend, out)
+    return _label_host(input, connectivity, boundary, segments, backend, out, algorithm)
 
 
 def label_batch(stack, connectivity=4, boundary="open", segments=False, backend="auto", out=None,
-                threads=None):
+                threads=None, algorithm="auto"):
     """Label every frame of a ``K × H × W`` stack.
 
     Frames are independent lattices; on the CPU many small frames are labeled in parallel, one
@@ -147,6 +152,8 @@ def label_batch(stack, connectivity=4, boundary="open", segments=False, backend=
         A C-contiguous ``uint32``/``int32`` array of shape (K, H, W) for the labels.
     threads : int, optional
         CPU threads (default: all, or ``RAYON_NUM_THREADS``).
+    algorithm : str, optional
+        As for :func:`label`.
 
     Returns
     -------
@@ -159,7 +166,8 @@ def label_batch(stack, connectivity=4, boundary="open", segments=False, backend=
         from . import _cuda
 
         return _cuda.label_batch(stack, connectivity, boundary, segments, backend, out)
-    return _label_batch_host(stack, connectivity, boundary, segments, backend, out, threads)
+    return _label_batch_host(stack, connectivity, boundary, segments, backend, out, threads,
+                             algorithm)
 
 
 class Labeler:
@@ -180,6 +188,8 @@ class Labeler:
         As for :func:`label`.
     threads : int, optional
         CPU threads (default: all, or ``RAYON_NUM_THREADS``); 1 labels on the calling thread.
+    algorithm : str, optional
+        As for :func:`label`.
 
     Examples
     --------
@@ -193,8 +203,9 @@ class Labeler:
     """
 
     def __init__(self, connectivity=4, boundary="open", segments=False, backend="auto",
-                 threads=None):
-        self._inner = _clusterlab.Labeler(connectivity, boundary, segments, backend, threads)
+                 threads=None, algorithm="auto"):
+        self._inner = _clusterlab.Labeler(connectivity, boundary, segments, backend, threads,
+                                          algorithm)
         self._args = (connectivity, boundary, segments, backend)
 
     def label(self, input, out=None):

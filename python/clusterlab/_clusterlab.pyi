@@ -20,6 +20,7 @@ def label(
     segments: bool = False,
     backend: str = "auto",
     out: Optional[np.ndarray] = None,
+    algorithm: str = "auto",
 ) -> tuple[np.ndarray, int]: ...
 def label_batch(
     stack: npt.ArrayLike,
@@ -29,6 +30,7 @@ def label_batch(
     backend: str = "auto",
     out: Optional[np.ndarray] = None,
     threads: Optional[int] = None,
+    algorithm: str = "auto",
 ) -> tuple[np.ndarray, np.ndarray]: ...
 
 class Labeler:
@@ -39,6 +41,7 @@ class Labeler:
         segments: bool = False,
         backend: str = "auto",
         threads: Optional[int] = None,
+        algorithm: str = "auto",
     ) -> None: ...
     def label(
         self, input: npt.ArrayLike, out: Optional[np.ndarray] = None

@@ -222,3 +222,16 @@ def test_size_counts():
     sizes, counts = np.unique(t["size"], return_counts=True)
     np.testing.assert_array_equal(c["sizes"], sizes)
     np.testing.assert_array_equal(c["counts"], counts)
+
+
+@pytest.mark.parametrize("algorithm", ["strips", "hoshen-kopelman", "bfs"])
+def test_cpu_algorithms_agree(algorithm):
+    rng = np.random.default_rng(12)
+    a = rng.random((45, 70)) < 0.6
+    for boundary in ("open", "periodic"):
+        ref, n_ref = clusterlab.label(a, boundary=boundary)
+        labels, n = clusterlab.label(a, boundary=boundary, algorithm=algorithm)
+        assert n == n_ref
+        np.testing.assert_array_equal(labels, ref)
+    with pytest.raises(ValueError):
+        clusterlab.label(a, algorithm="quantum")
