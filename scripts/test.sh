@@ -1,16 +1,22 @@
 #!/usr/bin/env bash
 # The test command (README, second command; .ci/run calls it): set-up, then formatting, lints,
 # the whole test suite (GPU tests are listed as ignored without a device; every kernel
-# configuration is still compiled with NVRTC from PyPI) and the docs.
+# configuration is still compiled with NVRTC from PyPI), the docs, and the Python package's
+# tests (pytest; its GPU tests skip without CuPy and a GPU).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 CLUSTERLAB_NVRTC=1 source scripts/setup.sh
 
-cargo fmt --check
+cargo fmt --all --check
 # The optional features really are optional: the library builds without any of them.
 cargo check --locked --no-default-features
 cargo check --locked --no-default-features --features plot
 cargo check --locked --no-default-features --features cli,hdf5
-cargo clippy --all-targets --locked -- -D warnings
+# The workspace: the crate and the Python bindings (python/).
+cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --locked
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked
+
+# The Python package: its virtual environment, the extension built into it, its tests.
+bash scripts/python-setup.sh
+.venv-py/bin/python -m pytest -q python/tests

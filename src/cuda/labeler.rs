@@ -171,6 +171,81 @@ impl CudaLabeler {
         self.backend.engine.run(&job, in_ptr, out_ptr)
     }
 
+    /// Labels a lattice at raw device addresses — memory this crate did not allocate, such as a
+    /// CuPy array, a PyTorch CUDA tensor or a simulation's own `cudaMalloc` buffer — and returns
+    /// the number of clusters, for bindings that only hold a pointer (e.g. from
+    /// `__cuda_array_interface__`).
+    ///
+    /// The labeling is ordered after the work already queued on `stream` (the caller's stream;
+    /// null for the legacy default stream) by an event the labeler's own stream waits on, then
+    /// labels into `output` with [`CudaLabeler::numbering`] and waits for its own stream (the
+    /// count needs the host), so `output` is complete when this returns and work queued later on
+    /// `stream` may read it. Nothing goes through the host but the count. Both pointers are
+    /// checked to lie on this labeler's device.
+    ///
+    /// # Safety
+    /// `input` must address `height * width` readable sites of `T` and `output` as many writable
+    /// `u32`, both row-major and contiguous, in this labeler's device's primary context (what
+    /// the CUDA runtime, CuPy and PyTorch use), not overlapping, and kept alive until this
+    /// returns; `stream` must be null or a live stream of that context.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when a pointer is not device memory of this labeler's device,
+    /// and the errors of [`CudaLabeler::label_device`] and [`CudaLabeler::count`].
+    pub unsafe fn label_device_ptr<T: SiteValue>(
+        &mut self,
+        input: sys::CUdeviceptr,
+        height: usize,
+        width: usize,
+        output: sys::CUdeviceptr,
+        stream: sys::CUstream,
+    ) -> Result<usize> {
+        let job = self.job::<T>(height, width)?;
+        self.backend.engine.check(&job)?;
+        let gpu = &self.backend.engine.gpu;
+        gpu.bind()?;
+        let ordinal = gpu.ctx.ordinal();
+        if job.sites() > 0 {
+            for (what, ptr) in [("input", input), ("output", output)] {
+                let mut device: i32 = -1;
+                // SAFETY: the attribute is an int written into `device`; a pointer the driver
+                // does not know is an error code, not undefined behaviour.
+                let found = unsafe {
+                    sys::cuPointerGetAttribute(
+                        (&mut device as *mut i32).cast(),
+                        sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+                        ptr,
+                    )
+                }
+                .result();
+                if found.is_err() || device != ordinal as i32 {
+                    return Err(Error::InvalidArgument(format!(
+                        "the {what} pointer {ptr:#x} is not memory of CUDA device {ordinal}"
+                    )));
+                }
+            }
+        }
+        let event = dres::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)
+            .map_err(|e| cuda_err("creating an event", e))?;
+        // SAFETY: `event` was just created; the caller vouches for `stream`.
+        let ordered = unsafe {
+            dres::event::record(event, stream).and_then(|()| {
+                dres::stream::wait_event(
+                    gpu.stream.cu_stream(),
+                    event,
+                    sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+                )
+            })
+        };
+        // SAFETY: destroying an event with pending waits is allowed (the driver releases it
+        // once they complete).
+        let destroyed = unsafe { dres::event::destroy(event) };
+        ordered.map_err(|e| cuda_err("ordering after the caller's stream", e))?;
+        destroyed.map_err(|e| cuda_err("destroying an event", e))?;
+        self.backend.engine.run(&job, input, output)?;
+        self.count()
+    }
+
     /// Waits for the labeler's queued work and returns the number of clusters of the last
     /// labeling.
     ///

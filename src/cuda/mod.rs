@@ -85,7 +85,7 @@ use crate::core::options::Spec;
 use crate::lattice::{Boundary, Connectivity, SiteValue};
 use crate::Algorithm;
 use crate::{Error, Labels, Result};
-use cudarc::driver::{result as dres, CudaContext, CudaStream, DevicePtr, DevicePtrMut};
+use cudarc::driver::{result as dres, sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut};
 use engine::{family_of, Engine, Job};
 use family::SiteType;
 use ndarray::{Array2, ArrayView2, ArrayViewMut2};
