@@ -35,15 +35,49 @@ st_mark(u32* L, const u32* __restrict__ pairs, u32 m) {
 // root gives its global root, an undemoted one is a global root itself, at v - 1 + offset. An
 // undemoted root's own thread may have rewritten its slot already, but without the flag, so
 // readers take the same branch either way.
-extern "C" __global__ void __launch_bounds__(ST_THREADS)
-st_raw_final(u32* L, u64 n, u32 offset) {
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (u64)gridDim.x * blockDim.x) {
-        const u32 v = L[i];
-        if (v == 0 || (v & FLAG)) continue;
-        const u32 u = ld_cg(L + (v - 1));
-        L[i] = (u & FLAG) ? (u & ~FLAG) : v + offset;
+__device__ __forceinline__ u32 st_raw_one(const u32* L, u32 v, u32 offset) {
+    if (v == 0 || (v & FLAG)) return v;
+    const u32 u = ld_cg(L + (v - 1));
+    return (u & FLAG) ? (u & ~FLAG) : v + offset;
+}
+
+// The label of a flagged slot: (v + offset) modulo 2^31, + 1.
+__device__ __forceinline__ u32 st_number(u32 v, u32 offset) { return ((v + offset) & ~FLAG) + 1; }
+
+// Canonical numbering, after canon_rank (every undemoted root's slot holds FLAG | local rank)
+// and st_mark (every demoted one FLAG | number - 1 - offset). A site that is not a root points
+// at one, whose slot holds the flag or, once the root's own thread has been here, the label.
+__device__ __forceinline__ u32 st_final_one(const u32* L, u32 v, u32 offset) {
+    if (v == 0) return 0u;
+    if (v & FLAG) return st_number(v, offset);
+    const u32 u = ld_cg(L + (v - 1));
+    return (u & FLAG) ? st_number(u, offset) : u;
+}
+
+// One elementwise pass of `one` over n labels: 16-byte loads and stores when `vec` (the array
+// is 16-byte aligned), the tail one by one. Only changed words are stored.
+template <u32 (*one)(const u32*, u32, u32)>
+__device__ __forceinline__ void st_pass(u32* L, u64 n, u32 offset, u32 vec) {
+    const u64 stride = (u64)gridDim.x * blockDim.x;
+    const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u64 n4 = vec ? n / 4 : 0;
+    for (u64 i = first; i < n4; i += stride) {
+        const uint4 v = reinterpret_cast<const uint4*>(L)[i];
+        const uint4 o = make_uint4(one(L, v.x, offset), one(L, v.y, offset), one(L, v.z, offset),
+                                   one(L, v.w, offset));
+        if (o.x != v.x || o.y != v.y || o.z != v.z || o.w != v.w)
+            reinterpret_cast<uint4*>(L)[i] = o;
     }
+    for (u64 i = n4 * 4 + first; i < n; i += stride) {
+        const u32 v = L[i];
+        const u32 o = one(L, v, offset);
+        if (o != v) L[i] = o;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(ST_THREADS)
+st_raw_final(u32* L, u64 n, u32 offset, u32 vec) {
+    st_pass<st_raw_one>(L, n, offset, vec);
 }
 
 extern "C" __global__ void __launch_bounds__(SEG_THREADS)
@@ -59,23 +93,7 @@ st_gather(const u32* L, const u32* __restrict__ idx, u32 m, u32* out) {
     }
 }
 
-// The label of a flagged slot: (v + offset) modulo 2^31, + 1.
-__device__ __forceinline__ u32 st_number(u32 v, u32 offset) { return ((v + offset) & ~FLAG) + 1; }
-
-// Canonical numbering, after canon_rank (every undemoted root's slot holds FLAG | local rank)
-// and st_mark (every demoted one FLAG | number - 1 - offset). A site that is not a root points
-// at one, whose slot holds the flag or, once the root's own thread has been here, the label.
 extern "C" __global__ void __launch_bounds__(ST_THREADS)
-st_final(u32* L, u64 n, u32 offset) {
-    for (u64 i = (u64)blockIdx.x * blockDim.x + threadIdx.x; i < n;
-         i += (u64)gridDim.x * blockDim.x) {
-        const u32 v = L[i];
-        if (v == 0) continue;
-        if (v & FLAG) {
-            L[i] = st_number(v, offset);
-        } else {
-            const u32 u = ld_cg(L + (v - 1));
-            L[i] = (u & FLAG) ? st_number(u, offset) : u;
-        }
-    }
+st_final(u32* L, u64 n, u32 offset, u32 vec) {
+    st_pass<st_final_one>(L, n, offset, vec);
 }

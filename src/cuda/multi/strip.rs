@@ -335,9 +335,10 @@ impl StripGpu {
         }
     }
 
-    /// Queues the elementwise pass `kernel(labels, sites, offset)`.
+    /// Queues the elementwise pass `kernel(labels, sites, offset, vec)`.
     fn elementwise(&self, kernel: &str, offset: u32) -> Result<()> {
         let (l, n) = (self.labels.ptr, self.sites() as u64);
+        let vec = u32::from(l % 16 == 0);
         let blocks = self.elementwise_blocks();
         let (gpu, module) = self.module()?;
         // SAFETY: `l` holds the strip's `n` labels.
@@ -346,7 +347,7 @@ impl StripGpu {
                 module.func(kernel),
                 (blocks, 1, 1),
                 (THREADS, 1, 1),
-                &mut kernel_args![l, n, offset],
+                &mut kernel_args![l, n, offset, vec],
             )
         }
     }
