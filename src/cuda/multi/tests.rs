@@ -167,9 +167,9 @@ fn strips_labels(
         let flags: Vec<[u32; 2]> = demotions[i].iter().map(|d| [d.local, FLAG]).collect();
         mark(&mut l, &flags);
         let mut rank = 0;
-        for p in 0..l.len() {
-            if l[p] == p as u32 + 1 {
-                l[p] = FLAG | rank;
+        for (p, v) in l.iter_mut().enumerate() {
+            if *v == p as u32 + 1 {
+                *v = FLAG | rank;
                 rank += 1;
             }
         }
