@@ -173,15 +173,23 @@ impl StripGpu {
         self.down.ensure(2 * row + 16)
     }
 
-    /// Copies rows `y0..y0 + rows` of the contiguous `rows` into the strip's input, waiting.
+    /// Copies the contiguous `rows` (the strip's sites) into the strip's input, waiting.
     ///
     /// # Errors
     /// [`Error::Cuda`] when the copy fails.
     pub(crate) fn upload<T>(&mut self, rows: &[T]) -> Result<()> {
+        // Raw driver calls act on the current context: with strips on several devices it must
+        // be this strip's before every copy or launch.
         self.engine.gpu.bind()?;
-        // SAFETY: `input` holds the strip's sites (prepare) and `rows` exactly that many.
-        unsafe { dres::memcpy_htod_sync(self.input.ptr, rows) }
-            .map_err(|e| cuda_err("copying a strip to its GPU", e))
+        // On the strip's stream, so that its kernels are ordered after the copy (a copy on the
+        // legacy stream does not order work on the strip's own stream).
+        // SAFETY: `input` holds the strip's sites (prepare) and `rows` exactly that many; the
+        // pageable source is staged before the call returns and lives until the wait below.
+        unsafe {
+            dres::memcpy_htod_async(self.input.ptr, rows, self.engine.gpu.stream.cu_stream())
+        }
+        .map_err(|e| cuda_err("copying a strip to its GPU", e))?;
+        self.engine.gpu.sync()
     }
 
     /// Copies the strip's labels into `out` (its sites), waiting.
@@ -189,10 +197,14 @@ impl StripGpu {
     /// # Errors
     /// [`Error::Cuda`] when the labeling or the copy failed.
     pub(crate) fn download(&mut self, out: &mut [u32]) -> Result<()> {
-        self.engine.gpu.sync()?;
-        // SAFETY: `labels` holds the strip's sites and `out` exactly that many.
-        unsafe { dres::memcpy_dtoh_sync(out, self.labels.ptr) }
-            .map_err(|e| cuda_err("copying a strip's labels from its GPU", e))
+        self.engine.gpu.bind()?;
+        // SAFETY: `labels` holds the strip's sites and `out` exactly that many; the wait below
+        // ends the copy before `out` is released.
+        unsafe {
+            dres::memcpy_dtoh_async(out, self.labels.ptr, self.engine.gpu.stream.cu_stream())
+        }
+        .map_err(|e| cuda_err("copying a strip's labels from its GPU", e))?;
+        self.engine.gpu.sync()
     }
 
     /// Queues the strip's raw labeling and the copies of its border rows (labels, and values for
@@ -282,6 +294,7 @@ impl StripGpu {
         if words.is_empty() {
             return Ok(());
         }
+        self.engine.gpu.bind()?;
         self.up.ensure(4 * words.len())?;
         let up = self.up.slice_mut::<u32>(words.len());
         up.copy_from_slice(words);
@@ -368,6 +381,7 @@ impl StripGpu {
         plain: &[[u32; 2]],
         offset: u32,
     ) -> Result<()> {
+        self.engine.gpu.bind()?;
         let m = flagged.len();
         let at = self.ensure_lists(2 * m, 0)?[2];
         // One upload of both lists: the pinned source is not touched again before a wait.
@@ -387,6 +401,7 @@ impl StripGpu {
     /// # Errors
     /// [`Error::Cuda`] when a copy or launch fails.
     pub(crate) fn queue_rank(&mut self, pairs: &[[u32; 2]], targets: &[u32]) -> Result<()> {
+        self.engine.gpu.bind()?;
         let kind = self
             .kind
             .ok_or_else(|| Error::Cuda("strip not prepared".into()))?;
@@ -475,6 +490,7 @@ impl StripGpu {
     /// # Errors
     /// [`Error::Cuda`] when a copy or launch fails.
     pub(crate) fn queue_final(&mut self, pairs: &[[u32; 2]], first: u32) -> Result<()> {
+        self.engine.gpu.bind()?;
         debug_assert!(first < FLAG);
         let at = self.ensure_lists(pairs.len(), 0)?[2];
         self.upload_words(pairs.as_flattened(), at)?;
