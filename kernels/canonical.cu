@@ -68,10 +68,12 @@ __device__ __forceinline__ u32 segment_roots(const site_t* __restrict__ in, u32*
     return roots;
 }
 
-extern "C" __global__ void __launch_bounds__(SEG_THREADS)
-canon_count(const site_t* __restrict__ in, u32* P, Geo g, u32* counts) {
+// counts[seg] = the roots of this CTA's segment (one CTA of SEG_THREADS per segment). With
+// `compress` (and P = L) every other occupied site is pointed straight at its root on the way.
+__device__ __forceinline__ void count_segment(const site_t* __restrict__ in, u32* P, const Geo& g,
+                                              u32* counts, bool compress) {
     __shared__ u32 s_sum[SEG_WARPS];
-    const u32 roots = segment_roots(in, P, g, blockIdx.x, true);
+    const u32 roots = segment_roots(in, P, g, blockIdx.x, compress);
     u32 c = __popc(roots);
 #pragma unroll
     for (int o = 16; o > 0; o >>= 1) c += __shfl_down_sync(0xffffffffu, c, o);
@@ -83,6 +85,11 @@ canon_count(const site_t* __restrict__ in, u32* P, Geo g, u32* counts) {
         for (u32 i = 0; i < SEG_WARPS; i++) t += s_sum[i];
         counts[blockIdx.x] = t;
     }
+}
+
+extern "C" __global__ void __launch_bounds__(SEG_THREADS)
+canon_count(const site_t* __restrict__ in, u32* P, Geo g, u32* counts) {
+    count_segment(in, P, g, counts, true);
 }
 
 // Exclusive scan of `counts` in place and the total into *total_out: one CTA of 1024 threads,

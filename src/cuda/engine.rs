@@ -234,8 +234,8 @@ impl Engine {
             Family::Ha4 => ha4::run(gpu, module, job, &bufs),
             Family::BitRuns => bit_runs::run(gpu, module, job, &bufs),
             Family::SwendsenWang => swendsen_wang::run(gpu, module, job, &bufs),
-            Family::Regions => Err(Error::InvalidArgument(
-                "the regions kernels do not label".into(),
+            Family::Regions | Family::Strips => Err(Error::InvalidArgument(
+                "the regions and strip-join kernels do not label".into(),
             )),
         }
     }

@@ -33,6 +33,7 @@ pub(crate) const HEADERS: &[(&str, &str)] = &[
         "swendsen_wang.cu",
         include_str!("../../kernels/swendsen_wang.cu"),
     ),
+    ("strips.cu", include_str!("../../kernels/strips.cu")),
 ];
 
 /// The site type of a lattice on the device.
@@ -81,6 +82,8 @@ pub(crate) enum Family {
     Regions,
     /// Bond-masked labeling and the Swendsen–Wang sweep (every site occupied).
     SwendsenWang,
+    /// The multi-strip join's relabeling passes (not a labeling algorithm of its own).
+    Strips,
 }
 
 impl Family {
@@ -94,6 +97,7 @@ impl Family {
             Family::BitRuns => super::bit_runs::FILE,
             Family::Regions => super::regions::FILE,
             Family::SwendsenWang => super::swendsen_wang::FILE,
+            Family::Strips => super::multi::strip::FILE,
         }
     }
 
@@ -107,6 +111,7 @@ impl Family {
             Family::BitRuns => super::bit_runs::KERNELS,
             Family::Regions => super::regions::KERNELS,
             Family::SwendsenWang => super::swendsen_wang::KERNELS,
+            Family::Strips => super::multi::strip::KERNELS,
         }
     }
 
@@ -142,7 +147,8 @@ impl ModuleKey {
                 | Family::Ha4
                 | Family::BitRuns
                 | Family::Regions
-                | Family::SwendsenWang,
+                | Family::SwendsenWang
+                | Family::Strips,
                 _,
                 _,
             )

@@ -60,6 +60,7 @@ mod family;
 mod ha4;
 mod label_equivalence;
 mod labeler;
+mod multi;
 mod percolation_batch;
 mod regions;
 mod rows;
@@ -72,6 +73,7 @@ pub use crate::core::size_counts::{PercolatingCluster, SizeCounts};
 pub use analyzer::CudaAnalyzer;
 pub use cudarc;
 pub use labeler::CudaLabeler;
+pub use multi::{device_count, MultiGpuLabeler, StripInfo, StripTimings};
 pub(crate) use percolation_batch::PercolationBatch;
 pub use regions::CudaRegionGrower;
 pub use runtime::{
