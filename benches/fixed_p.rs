@@ -1,5 +1,6 @@
 //! Fixed-p batch throughput: lattice sites and samples per second for site percolation
-//! (4-connected, torus, p = p_c) at L = 64, 256, 1024, on the GPU (one thread block per lattice,
+//! (4-connected, torus, p = p_c) and bond percolation (torus, p = 1/2) at L = 64, 256, 1024, on
+//! the GPU (one thread block per lattice,
 //! generation + labeling + reduction on the device, 24 bytes per sample back) and on the CPU with
 //! all cores (the same batch API, rayon over samples), and `cupyx.scipy.ndimage.label` per sample
 //! (device-resident, labeling only, via `benches/peers_gpu.py`) when python3 with CuPy is there.
@@ -21,18 +22,23 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-/// Seconds per batch of `count` samples (median of 3 after a warm-up).
-fn time(sampler: &mut BatchSampler, l: usize, count: u64) -> f64 {
-    let spec = BatchSpec::new(
-        Connectivity::Four,
-        Boundary::Periodic,
-        l,
-        l,
-        PC,
-        1,
-        0,
-        count,
-    )
+/// Seconds per batch of `count` samples (median of 3 after a warm-up): site percolation at
+/// p_c, or bond percolation at 1/2.
+fn time(sampler: &mut BatchSampler, l: usize, count: u64, bonds: bool) -> f64 {
+    let spec = if bonds {
+        BatchSpec::bond(Boundary::Periodic, l, l, 0.5, 1, 0, count)
+    } else {
+        BatchSpec::new(
+            Connectivity::Four,
+            Boundary::Periodic,
+            l,
+            l,
+            PC,
+            1,
+            0,
+            count,
+        )
+    }
     .expect("valid batch");
     sampler.sample(&spec).expect("warm-up");
     median(
@@ -113,8 +119,8 @@ fn main() {
             (k_gpu, k_cpu)
         };
         let sites = (l * l) as f64;
-        let g = gpu.as_mut().map(|s| time(s, l, k_gpu));
-        let c = time(&mut cpu, l, k_cpu);
+        let g = gpu.as_mut().map(|s| time(s, l, k_gpu, false));
+        let c = time(&mut cpu, l, k_cpu, false);
         let gpu_rate = g.map(|t| k_gpu as f64 / t);
         let cpu_rate = k_cpu as f64 / c;
         let cupyx = if gpu.is_some() { cupyx_ms(l) } else { None };
@@ -151,5 +157,35 @@ fn main() {
                 r * sites * 5.0 / 1e9
             );
         }
+    }
+    println!("fixed-p batches, bond percolation, torus, p = 1/2");
+    println!(
+        "{:>5} {:>9} {:>12} {:>12} {:>9} {:>12} {:>12} {:>10}",
+        "L", "K gpu", "gpu Gsite/s", "gpu smp/s", "K cpu", "cpu Gsite/s", "cpu smp/s", "gpu/cpu"
+    );
+    for (l, k_gpu, k_cpu) in [
+        (64usize, 200_000u64, 10_000u64),
+        (256, 20_000, 500),
+        (1024, 1_000, 30),
+    ] {
+        let (k_gpu, k_cpu) = if quick {
+            (k_gpu / 10, k_cpu / 10)
+        } else {
+            (k_gpu, k_cpu)
+        };
+        let sites = (l * l) as f64;
+        let gpu_rate = gpu.as_mut().map(|s| k_gpu as f64 / time(s, l, k_gpu, true));
+        let cpu_rate = k_cpu as f64 / time(&mut cpu, l, k_cpu, true);
+        println!(
+            "{:>5} {:>9} {:>12} {:>12} {:>9} {:>12.3} {:>12.0} {:>10}",
+            l,
+            k_gpu,
+            gpu_rate.map_or("-".into(), |r| format!("{:.2}", r * sites / 1e9)),
+            gpu_rate.map_or("-".into(), |r| format!("{r:.0}")),
+            k_cpu,
+            cpu_rate * sites / 1e9,
+            cpu_rate,
+            gpu_rate.map_or("-".into(), |r| format!("{:.1}x", r / cpu_rate)),
+        );
     }
 }

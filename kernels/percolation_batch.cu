@@ -3,13 +3,20 @@
 // record of statistics; no label image leaves the block. The counter layout is documented in
 // src/measure/fixed_p.rs (the CPU generates the same lattices from it).
 //
-// Defines: CONN8 (0/1) and SMALL (1: the union-find forest is a u16 per site in shared memory,
-// for lattices of at most 65536 sites; 0: a u32 per site in this block's slot of global scratch,
-// with the occupancy and root bitmaps beside it).
+// Defines: CONN8 (0/1), BOND (0/1: bond percolation, every site present and joined to its right
+// and down neighbours by the open bonds of the right/down bitmaps; CONN8 is 0) and SMALL (1: the
+// union-find forest is a u16 per site in shared memory, for lattices of at most 65536 sites; 0: a
+// u32 per site in this block's slot of global scratch, with the bitmaps beside it).
+//
+// Bonds (CONVENTIONS.md): right[y, x] joins (y, x) and (y, x + 1), down[y, x] joins (y, x) and
+// (y + 1, x); the last column's right and the last row's down bonds are the links across the
+// wrapped edges (step 5), ignored along an open axis. Bond d (0 right, 1 down) of site i is open
+// when word j mod 4 of the Philox block with counter [2^31 + j / 4, index, t], j = 2 i + d, is
+// below t.
 //
 // Per lattice, between block barriers:
-//  1. occupancy bits (32 sites per word) and the forest, each site pointing at the start of its
-//     horizontal run inside its word;
+//  1. occupancy bits (32 sites per word; all set for bonds, with the right/down bond bits) and
+//     the forest, each site pointing at the start of its horizontal run inside its word;
 //  2. unions of the open sheet (left at word starts, up, and the diagonals for 8-connectivity,
 //     skipped where a neighbour in the same run already made them), by CAS on roots (a root
 //     links to the smaller root, so a root is its piece's smallest site);
@@ -230,9 +237,22 @@ __device__ u32 seam_find(u32* up, int* ox, int* oy, u32 x, int* ax, int* ay) {
     return r;
 }
 
+// Whether link e (see link_of) has its bond open: always for sites; for bonds the right bond of
+// the source in the right column (x-seam) or the down bond of the source in the bottom row.
+__device__ __forceinline__ bool link_open(const PbParams& P, u32 e, const volatile u32* rbit,
+                                          const volatile u32* dbit) {
+#if BOND
+    const u32 nx = P.wrap_x ? P.h : 0;
+    return e < nx ? bit(rbit, e * P.w + P.w - 1) : bit(dbit, (P.h - 1) * P.w + (e - nx));
+#else
+    return true;
+#endif
+}
+
 template <typename PT>
 __device__ void pb_lattice(const PbParams& P, u64 k, PT* par, volatile u32* occ, volatile u32* rootb,
-                           unsigned char* tables, PbShared* sh, u32* hs) {
+                           volatile u32* rbit, volatile u32* dbit, unsigned char* tables,
+                           PbShared* sh, u32* hs) {
     const u32 n = P.n, w = P.w, h = P.h, nw = P.nw;
     const u32 T = 2 * (h + w);
     u32* troot = (u32*)tables;
@@ -262,6 +282,26 @@ __device__ void pb_lattice(const PbParams& P, u64 k, PT* par, volatile u32* occ,
     for (u32 wi = tid; wi < nw; wi += nt) {
         u32 bits = 0;
         const u32 base = wi * 32;
+#if BOND
+        // Runs continue through open right bonds (the forest below reads them as `bits`).
+        u32 rb = 0, db = 0;
+#pragma unroll
+        for (u32 j = 0; j < 16; j++) {
+            if (base + 2 * j >= n) break;
+            const uint4 r = pb_philox(
+                make_uint4(0x80000000u + wi * 16 + j, (u32)idx, (u32)(idx >> 32), t32), P.key0, P.key1);
+            const u32 q = 2 * j;
+            rb |= (u32)((u64)r.x < P.t) << q;
+            db |= (u32)((u64)r.y < P.t) << q;
+            rb |= (u32)((u64)r.z < P.t) << (q + 1);
+            db |= (u32)((u64)r.w < P.t) << (q + 1);
+        }
+        const u32 live = n - base < 32 ? (1u << (n - base)) - 1u : 0xFFFFFFFFu;
+        rbit[wi] = rb & live;
+        dbit[wi] = db & live;
+        occ[wi] = live;
+        bits = rb & live;
+#else
         if (P.input) {
             const u8* in = (const u8*)P.input + k * (u64)n;
             for (u32 q = 0; q < 32 && base + q < n; q++) bits |= (u32)(in[base + q] != 0) << q;
@@ -280,11 +320,18 @@ __device__ void pb_lattice(const PbParams& P, u64 k, PT* par, volatile u32* occ,
             if (n - base < 32) bits &= (1u << (n - base)) - 1u;
         }
         occ[wi] = bits;
+#endif
         u32 y = base / w, x = base - y * w;
         u32 start = base;
         for (u32 q = 0; q < 32 && base + q < n; q++) {
             const u32 i = base + q;
+#if BOND
+            // Every site is present; it continues the run when the right bond of its left
+            // neighbour (same row) is open.
+            const bool o = true;
+#else
             const bool o = (bits >> q) & 1u;
+#endif
             if (o && !(q > 0 && x > 0 && ((bits >> (q - 1)) & 1u))) start = i;
             pset(par, i, o ? start : i);
             if (++x == w) {
@@ -311,6 +358,16 @@ __device__ void pb_lattice(const PbParams& P, u64 k, PT* par, volatile u32* occ,
                 x -= w;
                 y++;
             }
+#if BOND
+            // Joined to the left through right[i - 1], up through down[i - w]; the up link adds
+            // nothing when the left neighbour's up link and the bond between the two above close
+            // the square (the left neighbour, in the same run, made it).
+            const bool left = x > 0 && bit(rbit, i - 1);
+            if (left && q == 0) punite(par, i, i - 1);
+            if (y == 0) continue;
+            if (bit(dbit, i - w) && !(left && bit(dbit, i - w - 1) && bit(rbit, i - w - 1)))
+                punite(par, i, i - w);
+#else
             const bool left = x > 0 && bit(occ, i - 1);
             if (left && q == 0) punite(par, i, i - 1);
             if (y == 0) continue;
@@ -318,6 +375,7 @@ __device__ void pb_lattice(const PbParams& P, u64 k, PT* par, volatile u32* occ,
             if (upo) {
                 if (!(left && bit(occ, i - w - 1))) punite(par, i, i - w);
             }
+#endif
 #if CONN8
             else {
                 if (x > 0 && !left && bit(occ, i - w - 1)) punite(par, i, i - w - 1);
@@ -424,7 +482,7 @@ __device__ void pb_lattice(const PbParams& P, u64 k, PT* par, volatile u32* occ,
     for (u32 e = tid; e < nl; e += nt) {
         u32 s, t;
         int kx, ky;
-        if (!link_of(P, e, &s, &t, &kx, &ky)) continue;
+        if (!link_of(P, e, &s, &t, &kx, &ky) || !link_open(P, e, rbit, dbit)) continue;
         const u32 a = canon[s], b = canon[t];
         if (a == PB_NONE || b == PB_NONE) continue;
         const u32 kk = (u32)(kx + 1) | ((u32)(ky + 1) << 2);
@@ -434,8 +492,8 @@ __device__ void pb_lattice(const PbParams& P, u64 k, PT* par, volatile u32* occ,
         if (!first) {
             u32 s2, t2;
             int kx2, ky2;
-            if (link_of(P, e - D, &s2, &t2, &kx2, &ky2) && canon[s2] == a && canon[t2] == b &&
-                kx2 == kx && ky2 == ky)
+            if (link_of(P, e - D, &s2, &t2, &kx2, &ky2) && link_open(P, e - D, rbit, dbit) &&
+                canon[s2] == a && canon[t2] == b && kx2 == kx && ky2 == ky)
                 continue;
         }
         const u32 at = atomicAdd(&sh->nlinks, 1u);
@@ -534,7 +592,9 @@ __device__ void pb_lattice(const PbParams& P, u64 k, PT* par, volatile u32* occ,
     __syncthreads();
 }
 
-// Dynamic shared memory: [PbShared][hs: PB_HS u32][tables][SMALL: occ, rootb, forest].
+// Dynamic shared memory: [PbShared][hs: PB_HS u32][tables][SMALL: occ, rootb, (BOND: right and
+// down bond bits), forest]; with SMALL == 0 the bitmaps and forest lie in global scratch, in
+// the same order.
 extern "C" __global__ void __launch_bounds__(1024) pb_batch(const PbParams P, u32 tables_bytes) {
     extern __shared__ __align__(16) unsigned char smem[];
     PbShared* sh = (PbShared*)smem;
@@ -543,17 +603,20 @@ extern "C" __global__ void __launch_bounds__(1024) pb_batch(const PbParams P, u3
     for (u32 s = threadIdx.x; s < PB_HS; s += blockDim.x) hs[s] = 0;
 #if SMALL
     volatile u32* occ = (volatile u32*)(tables + tables_bytes);
-    volatile u32* rootb = occ + P.nw;
-    volatile u16* par = (volatile u16*)(rootb + P.nw);
 #else
-    u32* base = (u32*)P.scratch + (u64)blockIdx.x * P.scratch_words;
-    volatile u32* occ = base;
+    volatile u32* occ = (u32*)P.scratch + (u64)blockIdx.x * P.scratch_words;
+#endif
     volatile u32* rootb = occ + P.nw;
-    volatile u32* par = rootb + P.nw;
+    volatile u32* rbit = rootb + P.nw;
+    volatile u32* dbit = rbit + (BOND ? P.nw : 0);
+#if SMALL
+    volatile u16* par = (volatile u16*)(dbit + (BOND ? P.nw : 0));
+#else
+    volatile u32* par = dbit + (BOND ? P.nw : 0);
 #endif
     __syncthreads();
     for (u64 k = blockIdx.x; k < P.count; k += gridDim.x)
-        pb_lattice(P, k, par, occ, rootb, tables, sh, hs);
+        pb_lattice(P, k, par, occ, rootb, rbit, dbit, tables, sh, hs);
     if (P.hist)
         for (u32 s = threadIdx.x; s < PB_HS; s += blockDim.x)
             if (hs[s]) atomicAdd((u64*)P.hist + s, (u64)hs[s]);

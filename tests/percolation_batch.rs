@@ -1,13 +1,17 @@
 //! Fixed-p batches: the CPU batch equals an independent path (the crate's `Analyzer` on the
-//! same generated lattice) exactly, does not depend on the thread count, and agrees with
+//! same generated lattice; for bond percolation a breadth-first walk of the bonds that tracks
+//! unwrapped positions) exactly, does not depend on the thread count, and agrees with
 //! Newman–Ziff within 4σ; the GPU batch equals the CPU batch exactly (ignored without a device).
 
 use clusterlab::percolation::{
     label_batch, BatchSampler, BatchSpec, BatchStats, Method, Model, SampleStats, Study,
     StudyConfig, Wrapping,
 };
-use clusterlab::{Analyzer, Backend, Boundary, Connectivity, Measures, Options, Parallelism};
+use clusterlab::{
+    Analyzer, Backend, Boundary, Connectivity, Labeler, Measures, Options, Parallelism,
+};
 use ndarray::Array3;
+use std::collections::VecDeque;
 use std::time::Duration;
 
 const BOUNDARIES: [Boundary; 4] = [
@@ -62,6 +66,93 @@ fn independent(spec: &BatchSpec, index: u64, ns: &mut [u64]) -> SampleStats {
     s
 }
 
+fn bond_spec(b: Boundary, w: usize, h: usize, p: f64, count: u64) -> BatchSpec {
+    let mut s = BatchSpec::bond(b, w, h, p, 0x5eed_0000_0000_0018, 90, count).unwrap();
+    s.histogram = true;
+    s
+}
+
+/// The statistics of one bond configuration by a breadth-first walk over its bonds (literal:
+/// on a torus one site wide a `right` bond joins a site to itself) that gives every site an
+/// unwrapped position: a bond reaching a visited site at another position closes a loop that
+/// winds along the axes where the positions differ. Spanning from the edges touched.
+fn bond_walk(spec: &BatchSpec, index: u64, ns: &mut [u64]) -> SampleStats {
+    let (right, down) = spec.bond_masks(index);
+    let (h, w, b) = (spec.height, spec.width, spec.boundary);
+    let (wx, wy) = (b.wraps_x(), b.wraps_y());
+    let mut pos: Vec<Option<(i64, i64)>> = vec![None; h * w];
+    let mut s = SampleStats {
+        occupied: (h * w) as u32,
+        ..SampleStats::default()
+    };
+    let mut clusters = 0;
+    for start in 0..h * w {
+        if pos[start].is_some() {
+            continue;
+        }
+        clusters += 1;
+        let (mut size, mut wrap, mut touch) = (0u32, [false; 2], [false; 4]);
+        pos[start] = Some(((start % w) as i64, (start / w) as i64));
+        let mut queue = VecDeque::from([start]);
+        while let Some(u) = queue.pop_front() {
+            size += 1;
+            let (y, x) = (u / w, u % w);
+            touch[0] |= x == 0;
+            touch[1] |= x + 1 == w;
+            touch[2] |= y == 0;
+            touch[3] |= y + 1 == h;
+            let (ux, uy) = pos[u].unwrap();
+            let (xl, yu) = ((x + w - 1) % w, (y + h - 1) % h);
+            let steps = [
+                (
+                    right[(y, x)] != 0 && (x + 1 < w || wx),
+                    y,
+                    (x + 1) % w,
+                    1,
+                    0,
+                ),
+                (right[(y, xl)] != 0 && (x > 0 || wx), y, xl, -1, 0),
+                (down[(y, x)] != 0 && (y + 1 < h || wy), (y + 1) % h, x, 0, 1),
+                (down[(yu, x)] != 0 && (y > 0 || wy), yu, x, 0, -1),
+            ];
+            for (open, vy, vx, dx, dy) in steps {
+                if !open {
+                    continue;
+                }
+                let (v, at) = (vy * w + vx, (ux + dx, uy + dy));
+                match pos[v] {
+                    None => {
+                        pos[v] = Some(at);
+                        queue.push_back(v);
+                    }
+                    Some(p) => {
+                        wrap[0] |= p.0 != at.0;
+                        wrap[1] |= p.1 != at.1;
+                    }
+                }
+            }
+        }
+        let x = wrap[0] || (!wx && touch[0] && touch[1]);
+        let y = wrap[1] || (!wy && touch[2] && touch[3]);
+        s.largest = s.largest.max(size);
+        if x || y {
+            s.percolating += size;
+            s.flags |= if x { SampleStats::X } else { 0 }
+                | if y { SampleStats::Y } else { 0 }
+                | if x && y { SampleStats::BOTH } else { 0 };
+        } else {
+            s.finite_s2 += u64::from(size) * u64::from(size);
+            ns[size as usize] += 1;
+        }
+    }
+    // The walk's clusters are the bond labeler's.
+    let labels = Labeler::new(Connectivity::Four, b)
+        .label_bonds(right.view(), down.view())
+        .unwrap();
+    assert_eq!(labels.count(), clusters);
+    s
+}
+
 fn shapes() -> Vec<(usize, usize)> {
     vec![
         (1, 1),
@@ -100,6 +191,36 @@ fn cpu_batch_equals_the_analyzer_on_the_same_lattices() {
 }
 
 #[test]
+fn cpu_bond_batch_equals_a_walk_of_the_bonds() {
+    let mut sampler = cpu(2);
+    for (w, h) in shapes() {
+        for b in BOUNDARIES {
+            for p in [0.0, 0.25, 0.5, 0.75, 1.0] {
+                let s = bond_spec(b, w, h, p, 4);
+                let got = sampler.sample(&s).unwrap();
+                let mut ns = vec![0u64; w * h + 1];
+                let want: Vec<SampleStats> = (0..4)
+                    .map(|k| bond_walk(&s, s.first + k, &mut ns))
+                    .collect();
+                let ctx = format!("bonds {w}x{h} {b:?} p={p}");
+                assert_eq!(got.samples, want, "{ctx}");
+                assert_eq!(got.ns, ns, "{ctx}");
+            }
+        }
+    }
+    // Every site is a cluster at p = 0; at p = 1 one cluster wraps both ways on a torus.
+    let s = bond_spec(Boundary::Periodic, 7, 5, 0.0, 1);
+    let none = sampler.sample(&s).unwrap();
+    assert_eq!(none.ns[1], 35);
+    assert_eq!(none.samples[0].finite_s2, 35);
+    let all = sampler
+        .sample(&bond_spec(Boundary::Periodic, 7, 5, 1.0, 1))
+        .unwrap();
+    assert_eq!(all.samples[0].flags, 7);
+    assert_eq!(all.samples[0].percolating, 35);
+}
+
+#[test]
 fn cpu_batch_does_not_depend_on_threads() {
     let s = spec(Connectivity::Eight, Boundary::Periodic, 37, 29, 0.41, 41);
     let one = cpu(1).sample(&s).unwrap();
@@ -114,6 +235,11 @@ fn cpu_batch_does_not_depend_on_threads() {
     let (ra, rb) = (cpu(2).sample(&a).unwrap(), cpu(2).sample(&b).unwrap());
     let joined: Vec<SampleStats> = ra.samples.iter().chain(&rb.samples).copied().collect();
     assert_eq!(joined, one.samples);
+    let bonds = bond_spec(Boundary::PeriodicY, 31, 22, 0.5, 29);
+    assert_eq!(
+        cpu(1).sample(&bonds).unwrap(),
+        cpu(3).sample(&bonds).unwrap()
+    );
 }
 
 #[test]
@@ -165,6 +291,10 @@ fn bad_batches_are_refused() {
     assert!(BatchSpec::new(c, Boundary::Open, 0, 4, 0.5, 1, 0, 1).is_err());
     assert!(BatchSpec::new(c, Boundary::Open, 4, 4, 1.5, 1, 0, 1).is_err());
     assert!(BatchSpec::new(c, Boundary::Open, 4, 4, 0.5, 1, u64::MAX, 2).is_err());
+    assert!(BatchSpec::bond(Boundary::Open, 4, 0, 0.5, 1, 0, 1).is_err());
+    let mut eight = BatchSpec::bond(Boundary::Open, 4, 4, 0.5, 1, 0, 1).unwrap();
+    eight.connectivity = Connectivity::Eight;
+    assert!(cpu(1).sample(&eight).is_err());
 }
 
 /// Newman–Ziff (binomial convolution of microcanonical sweeps) and fixed-p batches are two
@@ -172,8 +302,17 @@ fn bad_batches_are_refused() {
 /// (σ = sqrt(σ_NZ² + σ_fixed²); 12 comparisons, a false alarm about 1e-3).
 #[test]
 fn newman_ziff_and_fixed_p_agree() {
-    let model = Model::Site(Connectivity::Four);
-    let grid = vec![0.55, 0.59, 0.63];
+    agree(Model::Site(Connectivity::Four), vec![0.55, 0.59, 0.63]);
+}
+
+/// The same for bond percolation at L = 16 around p_c = 1/2 (3000 sweeps of the 512 bonds,
+/// 6000 configurations per point; σ of R about 0.008).
+#[test]
+fn newman_ziff_and_fixed_p_agree_for_bonds() {
+    agree(Model::Bond, vec![0.46, 0.5, 0.54]);
+}
+
+fn agree(model: Model, grid: Vec<f64>) {
     let run = |method: Method, samples: u64| {
         let mut study = Study::new(StudyConfig {
             model,
@@ -260,6 +399,28 @@ mod gpu {
                 for b in [Boundary::Periodic, Boundary::Open, Boundary::PeriodicY] {
                     same(&mut g, &mut c, &spec(conn, b, w, h, 0.5927, 6));
                 }
+            }
+        }
+    }
+
+    /// Bond percolation: shared-memory (L ≤ 256) and global-scratch lattices, every boundary.
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn gpu_bond_batch_equals_cpu_batch() {
+        let (mut g, mut c) = (gpu(), cpu(16));
+        for (w, h) in shapes()
+            .into_iter()
+            .chain([(100, 37), (127, 129), (256, 256)])
+        {
+            for b in BOUNDARIES {
+                for p in [0.0, 0.3, 0.5, 0.7, 1.0] {
+                    same(&mut g, &mut c, &bond_spec(b, w, h, p, 24));
+                }
+            }
+        }
+        for (w, h) in [(257, 256), (300, 250), (513, 1000), (1024, 1024)] {
+            for b in BOUNDARIES {
+                same(&mut g, &mut c, &bond_spec(b, w, h, 0.5, 6));
             }
         }
     }

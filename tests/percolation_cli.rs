@@ -124,6 +124,8 @@ fn run_report_merge_and_refusals() {
             "run",
             "--model",
             "bond",
+            "--connectivity",
+            "8",
             "--sizes",
             "8",
             "--samples",
@@ -179,6 +181,30 @@ fn run_report_merge_and_refusals() {
     };
     let (f, g) = (report("f.h5"), report("g.h5"));
     assert_eq!(f["method"], "fixed-p");
+    // Bond percolation in fixed-p, on its default grid around 1/2.
+    let o = clusterlab(
+        d,
+        &[
+            "run",
+            "--model",
+            "bond",
+            "--sizes",
+            "8,12",
+            "--samples",
+            "60",
+            "--method",
+            "fixed-p",
+            "--backend",
+            "cpu",
+            "--output",
+            "bond.h5",
+        ],
+    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let bond = report("bond.h5");
+    assert_eq!(bond["model"], "bond");
+    assert_eq!(bond["samples"], 120);
+    assert!(bond["sizes"][1]["R_e"].as_f64().unwrap() > 0.3, "{bond}");
     assert_eq!(f["samples"], 180);
     assert_eq!(f["sizes"], g["sizes"]);
     assert_eq!(f["p_c"], g["p_c"]);

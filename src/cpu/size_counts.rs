@@ -187,7 +187,7 @@ pub(crate) fn count<R: JoinRule>(
             }
         }
         let at = |(y, x): (usize, usize)| edge_node[edge_index((h, w), (y, x))];
-        joined.join_by(h, w, nodes.len(), connectivity, boundary, |s, t| {
+        joined.join_by(h, w, nodes.len(), connectivity, boundary, |s, t, _| {
             let (a, b) = (at(s), at(t));
             (a != 0 && b != 0 && rule.joined(s, t)).then_some((a, b))
         });

@@ -4,9 +4,10 @@
 //! accumulated on the device. Only the records and the histogram come back.
 //!
 //! Lattices of at most 65536 sites (L ≤ 256) keep everything in shared memory: a `u16` forest
-//! slot per site, occupancy and root bitmaps, the edge tables. Larger ones keep the forest and
-//! the bitmaps in a slot of global scratch per resident block (`4 + 1/4` bytes per site), the
-//! edge tables still in shared memory.
+//! slot per site, occupancy and root bitmaps (and the right/down bond bitmaps for bond
+//! percolation), the edge tables. Larger ones keep the forest and the bitmaps in a slot of global
+//! scratch per resident block (`4 + 1/4` bytes per site, `4 + 1/2` for bonds), the edge tables
+//! still in shared memory.
 //!
 //! Bytes that must move per sample: the 24-byte record (and nothing per site): generation,
 //! labeling and reduction stay on the chip for small lattices; for large ones the forest's
@@ -34,25 +35,32 @@ const MAX_LAUNCH: u64 = 1 << 20;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct PbKey {
     conn8: bool,
+    bond: bool,
     small: bool,
 }
 
 impl ModuleSpec for PbKey {
     fn key(&self) -> u64 {
-        1 << 40 | u64::from(self.conn8) << 1 | u64::from(self.small)
+        1 << 40 | u64::from(self.bond) << 2 | u64::from(self.conn8) << 1 | u64::from(self.small)
     }
     fn name(&self) -> String {
         format!(
-            "{FILE} ({}-connectivity, {})",
-            if self.conn8 { 8 } else { 4 },
+            "{FILE} ({}, {})",
+            match (self.bond, self.conn8) {
+                (true, _) => "bonds",
+                (false, true) => "sites, 8-connectivity",
+                (false, false) => "sites, 4-connectivity",
+            },
             if self.small { "shared" } else { "global" }
         )
     }
     fn source(&self) -> String {
         format!(
-            "#define SITE_T unsigned char\n#define CONN8 {}\n#define SEGMENTS 0\n#define BW 1\n\
-             #define BH 1\n#define SMALL {}\n#include \"common.cuh\"\n#include \"{FILE}\"\n",
+            "#define SITE_T unsigned char\n#define CONN8 {}\n#define BOND {}\n#define SEGMENTS 0\n\
+             #define BW 1\n#define BH 1\n#define SMALL {}\n#include \"common.cuh\"\n\
+             #include \"{FILE}\"\n",
             u32::from(self.conn8),
+            u32::from(self.bond),
             u32::from(self.small)
         )
     }
@@ -118,7 +126,9 @@ pub(crate) fn plan(shape: &BatchSpec, max_shared: usize) -> Result<Plan> {
     let max_links = if shape.boundary.wraps_x() { h * d } else { 0 }
         + if shape.boundary.wraps_y() { w * d } else { 0 };
     let tables = (4 * (8 * t + 3 * max_links)).next_multiple_of(16);
-    let small_bytes = HEADER_BYTES + tables + 8 * nw + (2 * n).next_multiple_of(4);
+    // Occupancy and roots; right and down bonds.
+    let bitmaps = if shape.bonds { 4 * nw } else { 2 * nw };
+    let small_bytes = HEADER_BYTES + tables + 4 * bitmaps + (2 * n).next_multiple_of(4);
     let threads = nw.next_multiple_of(32).clamp(128, 1024) as u32;
     if n <= 1 << 16 && t <= 1 << 16 && small_bytes <= max_shared {
         return Ok(Plan {
@@ -143,7 +153,7 @@ pub(crate) fn plan(shape: &BatchSpec, max_shared: usize) -> Result<Plan> {
         shared,
         tables,
         max_links,
-        scratch_words: 2 * nw + n,
+        scratch_words: bitmaps + n,
     })
 }
 
@@ -174,8 +184,15 @@ impl PercolationBatch {
     pub(crate) fn run(&mut self, spec: &BatchSpec, input: Option<&[u8]>) -> Result<BatchStats> {
         let shape = *spec;
         let plan = plan(&shape, self.gpu.max_shared_optin)?;
+        if shape.bonds && input.is_some() {
+            return Err(Error::InvalidArgument(
+                "a batch of given lattices is site percolation: bond configurations are generated"
+                    .into(),
+            ));
+        }
         let key = PbKey {
-            conn8: shape.connectivity == Connectivity::Eight,
+            conn8: shape.connectivity == Connectivity::Eight && !shape.bonds,
+            bond: shape.bonds,
             small: plan.small,
         };
         self.gpu.bind()?;
@@ -296,9 +313,9 @@ mod tests {
         if !super::super::runtime::nvrtc::tests::nvrtc_present() {
             return;
         }
-        for conn8 in [false, true] {
+        for (conn8, bond) in [(false, false), (true, false), (false, true)] {
             for small in [false, true] {
-                let key = PbKey { conn8, small };
+                let key = PbKey { conn8, bond, small };
                 for arch in [target_arch(75).unwrap(), target_arch(90).unwrap()] {
                     let cubin = compile_cubin(&key.name(), &key.source(), key.headers(), &arch)
                         .unwrap_or_else(|e| panic!("{e}"));
@@ -319,6 +336,16 @@ mod tests {
             assert!(at(64, c).small && at(256, c).small);
             assert!(!at(257, c).small && !at(1024, c).small);
         }
+        // Bonds need two more bitmaps: still L = 256 in shared memory.
+        let bond = |l: usize| {
+            let s = BatchSpec::bond(Boundary::Periodic, l, l, 0.5, 1, 0, 1).unwrap();
+            plan(&s, 232_448).unwrap()
+        };
+        assert!(bond(256).small && !bond(257).small);
+        assert_eq!(
+            bond(300).scratch_words,
+            4 * (300 * 300usize).div_ceil(32) + 300 * 300
+        );
         let s =
             BatchSpec::new(Connectivity::Four, Boundary::Open, 1, 1 << 20, 0.5, 1, 0, 1).unwrap();
         assert!(plan(&s, 232_448).is_err());

@@ -100,7 +100,7 @@ impl Joined {
         joined: impl Fn((usize, usize), (usize, usize)) -> bool,
     ) {
         let (h, w) = pieces.dim();
-        self.join_by(h, w, npieces, connectivity, boundary, |s, t| {
+        self.join_by(h, w, npieces, connectivity, boundary, |s, t, _| {
             let (a, b) = (pieces[s], pieces[t]);
             (a != 0 && b != 0 && joined(s, t)).then_some((a, b))
         });
@@ -118,7 +118,7 @@ impl Joined {
         boundary: Boundary,
         piece_at: impl Fn((usize, usize)) -> u32,
     ) {
-        self.join_by(h, w, npieces, connectivity, boundary, |s, t| {
+        self.join_by(h, w, npieces, connectivity, boundary, |s, t, _| {
             let (a, b) = (piece_at(s), piece_at(t));
             (a != 0 && b != 0).then_some((a, b))
         });
@@ -138,8 +138,10 @@ impl Joined {
         room(&mut self.flags, n);
     }
 
-    /// The join, with `link(site, neighbour)` giving the two pieces of a joined wrap link
-    /// (pieces `1..=npieces`, 0 for none).
+    /// The join, with `link(site, neighbour, k)` giving the two pieces of a joined wrap link
+    /// (pieces `1..=npieces`), or `None` when the link does not join them; `k` is the number of
+    /// periods crossed, as in [`for_each_wrap_link`] (which tells a bond from its twin on a
+    /// torus 1 or 2 sites wide).
     pub(crate) fn join_by(
         &mut self,
         h: usize,
@@ -147,7 +149,7 @@ impl Joined {
         npieces: usize,
         connectivity: Connectivity,
         boundary: Boundary,
-        link: impl Fn((usize, usize), (usize, usize)) -> Option<(u32, u32)>,
+        link: impl Fn((usize, usize), (usize, usize), [i32; 2]) -> Option<(u32, u32)>,
     ) {
         self.parent.clear();
         self.parent.extend(0..=npieces as u32);
@@ -161,7 +163,7 @@ impl Joined {
             // shift already), and along an edge most links repeat the last one.
             let mut last = None;
             for_each_wrap_link(h, w, connectivity, wx, wy, |s, t, k| {
-                if let Some((a, b)) = link(s, t) {
+                if let Some((a, b)) = link(s, t, k) {
                     if last != Some((a, b, k)) {
                         self.link(a, b, k);
                         last = Some((a, b, k));

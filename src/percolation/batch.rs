@@ -1,4 +1,5 @@
-//! Fixed-`p` sampling in batches: `K` lattices of `L × M` sites at occupation `p`, generated
+//! Fixed-`p` sampling in batches: `K` lattices of `L × M` sites at occupation `p` (site
+//! percolation) or bond configurations at bond probability `p` (bond percolation), generated
 //! from Philox 4×32-10 keyed by `(seed, sample index)` (the counter layout is documented at
 //! [`threshold`]'s module, `measure::fixed_p`, and repeated here) and reduced to per-sample
 //! statistics ([`SampleStats`]: wrapping/spanning flags, largest cluster, `Σ′ s²`, occupied and
@@ -8,7 +9,8 @@
 //!
 //! Counter layout: key = `[seed mod 2³², seed >> 32]`, counter = `[b, index mod 2³², index >> 32,
 //! t mod 2³²]`, `t = floor(p · 2³²)`; site `i = y · L + x` is occupied when word `i mod 4` of
-//! block `b = i / 4` is below `t`.
+//! block `b = i / 4` is below `t`. Bonds: bond `d` (0 `right`, 1 `down`) of site `i` is open
+//! when word `j mod 4` of block `2³¹ + j / 4` is below `t`, `j = 2 i + d`.
 //!
 //! ```
 //! use clusterlab::percolation::{BatchSampler, BatchSpec};
@@ -22,6 +24,7 @@
 //! # Ok::<(), clusterlab::Error>(())
 //! ```
 
+use crate::core::bonds::PackedBonds;
 use crate::cpu::pool::CpuPool;
 use crate::device::{self, Device};
 use crate::measure::fixed_p::{check_shape, fill_sites};
@@ -86,8 +89,8 @@ impl BatchSampler {
         }
     }
 
-    /// Reduces `K` given lattices (a `(K, H, W)` array, nonzero = occupied) to the statistics
-    /// of [`BatchSampler::sample`]: the batch API for an ensemble made elsewhere.
+    /// Reduces `K` given lattices (a `(K, H, W)` array, nonzero = occupied; site percolation) to
+    /// the statistics of [`BatchSampler::sample`]: the batch API for an ensemble made elsewhere.
     ///
     /// # Errors
     /// As [`BatchSampler::sample`].
@@ -101,6 +104,7 @@ impl BatchSampler {
         let (k, h, w) = lattices.dim();
         check_shape(w, h)?;
         let spec = BatchSpec {
+            bonds: false,
             connectivity,
             boundary,
             width: w,
@@ -186,6 +190,7 @@ pub fn label_batch(
 struct Work {
     labeler: Labeler,
     lattice: Array2<u8>,
+    bonds: PackedBonds,
     labels: Array2<u32>,
     piece_size: Vec<u32>,
     size: Vec<u32>,
@@ -206,6 +211,7 @@ impl Work {
         Ok(Work {
             labeler: Labeler::with_options(options)?,
             lattice: Array2::zeros((spec.height, spec.width)),
+            bonds: PackedBonds::default(),
             labels: Array2::zeros((spec.height, spec.width)),
             piece_size: Vec::new(),
             size: Vec::new(),
@@ -214,14 +220,20 @@ impl Work {
         })
     }
 
-    /// Labels the open sheet, joins the pieces across the wrapped edges by winding and reduces.
+    /// Labels the open sheet of `lattice` (site percolation) or of `self.bonds` (bond
+    /// percolation), joins the pieces across the wrapped edges by winding and reduces.
     fn stats(
         &mut self,
         lattice: ArrayView2<'_, u8>,
         spec: &BatchSpec,
         ns: &mut [u64],
     ) -> Result<SampleStats> {
-        let pieces = self.labeler.label_into(lattice, self.labels.view_mut())?;
+        let pieces = if spec.bonds {
+            self.labeler
+                .label_packed_bonds_into(&self.bonds, self.labels.view_mut())?
+        } else {
+            self.labeler.label_into(lattice, self.labels.view_mut())?
+        };
         self.piece_size.clear();
         self.piece_size.resize(pieces + 1, 0);
         let mut occupied = 0u32;
@@ -229,13 +241,14 @@ impl Work {
             self.piece_size[l as usize] += 1;
             occupied += u32::from(l != 0);
         }
-        self.joined.join(
-            self.labels.view(),
-            pieces,
-            spec.connectivity,
-            spec.boundary,
-            |_, _| true,
-        );
+        let (h, w) = (spec.height, spec.width);
+        let (labels, bonds) = (&self.labels, &self.bonds);
+        self.joined
+            .join_by(h, w, pieces, spec.connectivity, spec.boundary, |s, t, k| {
+                let (a, b) = (labels[s], labels[t]);
+                let joined = !spec.bonds || wrapping_bond_open(bonds, s, t, k);
+                (a != 0 && b != 0 && joined).then_some((a, b))
+            });
         let j = &self.joined;
         self.size.clear();
         self.size.resize(j.count + 1, 0);
@@ -245,7 +258,6 @@ impl Work {
         // Edges touched, along the open axes only.
         self.touch.clear();
         self.touch.resize(j.count + 1, 0);
-        let (h, w) = (spec.height, spec.width);
         let mut mark = |y: usize, x: usize, f: u8| {
             let l = self.labels[(y, x)];
             if l != 0 {
@@ -295,6 +307,25 @@ impl Work {
     }
 }
 
+/// Whether the bond of a link across a wrapped edge (from `s` to `t`, crossing `k` periods; an
+/// edge neighbour) is open: the `right` bond of the site in the last column, or the `down` bond
+/// of the site in the last row. On a torus one site wide `s` and `t` coincide and `k` says which
+/// bond it is; on one two sites wide `k` tells the wrapping bond from the inner one.
+fn wrapping_bond_open(
+    bonds: &PackedBonds,
+    s: (usize, usize),
+    t: (usize, usize),
+    k: [i32; 2],
+) -> bool {
+    match k {
+        [1, 0] => bonds.right(s.0, s.1),
+        [-1, 0] => bonds.right(t.0, t.1),
+        [0, 1] => bonds.down(s.0, s.1),
+        [0, -1] => bonds.down(t.0, t.1),
+        _ => false, // diagonal: bonds join edge neighbours only
+    }
+}
+
 /// The CPU batch: contiguous chunks of samples per thread, concatenated in index order, and the
 /// histograms summed (integers), so the result does not depend on the threads.
 fn cpu_batch(pool: &CpuPool, spec: &BatchSpec, input: Option<&[u8]>) -> Result<BatchStats> {
@@ -325,6 +356,7 @@ fn cpu_batch(pool: &CpuPool, spec: &BatchSpec, input: Option<&[u8]>) -> Result<B
                         Some(data) => {
                             slice.copy_from_slice(&data[k as usize * sites..][..sites]);
                         }
+                        None if spec.bonds => spec.fill_bonds(spec.first + k, &mut work.bonds),
                         None => fill_sites(spec.seed, spec.first + k, t, slice),
                     }
                     out.push(work.stats(lattice.view(), spec, &mut ns)?);

@@ -106,12 +106,6 @@ impl StudyConfig {
         if self.p_grid.is_empty() {
             return Err(Error::InvalidArgument("the p grid is empty".into()));
         }
-        if self.method == Method::FixedP && self.model == Model::Bond {
-            return Err(Error::InvalidArgument(
-                "fixed-p studies sample site percolation only: use --method newman-ziff for bonds"
-                    .into(),
-            ));
-        }
         if let Some(p) = self.p_grid.iter().find(|p| !(0.0..=1.0).contains(*p)) {
             return Err(Error::InvalidArgument(format!(
                 "p must be in [0, 1], not {p}"
@@ -335,6 +329,7 @@ impl Study {
                 let started = Instant::now();
                 for (i, &p) in c.p_grid.iter().enumerate() {
                     let spec = BatchSpec {
+                        bonds: c.model == Model::Bond,
                         connectivity: c.model.connectivity(),
                         boundary: c.boundary,
                         width: g.width,
