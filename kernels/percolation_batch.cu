@@ -399,8 +399,14 @@ __device__ void pb_lattice(const PbParams& P, u64 k, PT* par, volatile u32* occ,
             const u32 i = base + q;
             u32 x = x0 + q;
             while (x >= w) x -= w;
-            // The left neighbour in the same row has the same root: no find.
-            const u32 r = (prev_q + 1 == q && x != 0) ? prev_r : pfind_ro(par, i);
+            // The left neighbour in the same row, when joined to this site, has the same root: no
+            // find. Adjacent sites are joined; adjacent bond sites only through an open bond.
+#if BOND
+            const bool joined = prev_q + 1 == q && x != 0 && bit(rbit, i - 1);
+#else
+            const bool joined = prev_q + 1 == q && x != 0;
+#endif
+            const u32 r = joined ? prev_r : pfind_ro(par, i);
             if (r != i) pset(par, i, r);
             else roots |= 1u << q;
             prev_q = q;
