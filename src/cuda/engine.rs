@@ -181,6 +181,39 @@ impl Engine {
         self.scratch.shortfall(job.scratch_bytes())
     }
 
+    /// Grows a job's input and label buffers (`(buffer, bytes)` pairs) and then prepares the job,
+    /// after checking that the device has the memory for all of them and the scratch at once
+    /// (buffers that grow free their old memory first), so that a job too large fails before
+    /// anything is freed or allocated.
+    ///
+    /// # Errors
+    /// [`Error::OutOfDeviceMemory`], [`Error::KernelCompile`], [`Error::Cuda`].
+    pub(crate) fn reserve(&mut self, bufs: [(&mut DevBuf, usize); 2], job: &Job) -> Result<()> {
+        let need = bufs
+            .iter()
+            .map(|(b, want)| b.shortfall(*want))
+            .sum::<usize>()
+            + self.scratch_shortfall(job);
+        if need > 0 {
+            let reclaim = bufs
+                .iter()
+                .filter(|(b, want)| b.shortfall(*want) > 0)
+                .map(|(b, _)| b.bytes)
+                .sum::<usize>();
+            let (free, _) = self.gpu.mem_info()?;
+            if need > free + reclaim {
+                return Err(Error::OutOfDeviceMemory {
+                    needed: need,
+                    free: free + reclaim,
+                });
+            }
+        }
+        for (b, want) in bufs {
+            b.ensure(want)?;
+        }
+        self.prepare(job)
+    }
+
     /// Compiles the job's kernels (once per context) and grows the scratch buffer.
     pub(crate) fn prepare(&mut self, job: &Job) -> Result<()> {
         self.check(job)?;

@@ -220,27 +220,10 @@ impl CudaBackend {
     /// [`Error::OutOfDeviceMemory`], or the driver's allocation errors.
     pub(super) fn reserve(&mut self, job: &Job, in_bytes: usize, out_bytes: usize) -> Result<()> {
         let st = &mut self.staging;
-        let need = st.dev_in.shortfall(in_bytes)
-            + st.dev_out.shortfall(out_bytes)
-            + self.engine.scratch_shortfall(job);
-        if need > 0 {
-            // Buffers that grow free their old memory first.
-            let reclaim = [(&st.dev_in, in_bytes), (&st.dev_out, out_bytes)]
-                .iter()
-                .filter(|(b, want)| b.shortfall(*want) > 0)
-                .map(|(b, _)| b.bytes)
-                .sum::<usize>();
-            let (free, _) = self.engine.gpu.mem_info()?;
-            if need > free + reclaim {
-                return Err(Error::OutOfDeviceMemory {
-                    needed: need,
-                    free: free + reclaim,
-                });
-            }
-        }
-        st.dev_in.ensure(in_bytes)?;
-        st.dev_out.ensure(out_bytes)?;
-        self.engine.prepare(job)?;
+        self.engine.reserve(
+            [(&mut st.dev_in, in_bytes), (&mut st.dev_out, out_bytes)],
+            job,
+        )?;
         st.pin_in.ensure(in_bytes)?;
         st.pin_out.ensure(out_bytes)?;
         Ok(())

@@ -148,26 +148,10 @@ impl StripGpu {
         let job = self.job(&kind)?;
         let n = job.sites();
         let (in_bytes, out_bytes) = (n * kind.site.size(), n * 4);
-        let need = self.input.shortfall(in_bytes)
-            + self.labels.shortfall(out_bytes)
-            + self.engine.scratch_shortfall(&job);
-        if need > 0 {
-            let reclaim = [(&self.input, in_bytes), (&self.labels, out_bytes)]
-                .iter()
-                .filter(|(b, want)| b.shortfall(*want) > 0)
-                .map(|(b, _)| b.bytes)
-                .sum::<usize>();
-            let (free, _) = self.engine.gpu.mem_info()?;
-            if need > free + reclaim {
-                return Err(Error::OutOfDeviceMemory {
-                    needed: need,
-                    free: free + reclaim,
-                });
-            }
-        }
-        self.input.ensure(in_bytes)?;
-        self.labels.ensure(out_bytes)?;
-        self.engine.prepare(&job)?;
+        self.engine.reserve(
+            [(&mut self.input, in_bytes), (&mut self.labels, out_bytes)],
+            &job,
+        )?;
         self.engine.gpu.module(&Self::key(&kind))?;
         let row = kind.width * (4 + kind.site.size());
         self.down.ensure(2 * row + 16)
