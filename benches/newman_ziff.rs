@@ -1,18 +1,20 @@
 //! Newman–Ziff throughput: site additions per second per core, site percolation (4-connected) on
 //! L × L tori, L = 128…2048, with 1 and 2 threads:
 //!
-//! - `clusterlab`: [`Sweeper::run`], which after every addition records the largest cluster,
-//!   the percolating sites, `Σ′ s²` and the four wrapping events into exact per-`n` sums (what
-//!   a study stores);
+//! - `clusterlab`: [`Sweeper::run_many`] (what a study runs on each thread), which after every
+//!   addition records the largest cluster, the percolating sites, `Σ′ s²` and the four wrapping
+//!   events into exact per-`n` sums (what a study stores);
 //! - `reference`: the published algorithm written plainly here (Newman & Ziff 2001: `ptr[]` with
 //!   negative sizes at roots, recursive `findroot` with path compression, a precomputed neighbour
 //!   table, union by size), with the displacement vectors for wrapping and the largest cluster
 //!   accumulated per `n` in an `f64` array — less bookkeeping per addition than ours.
 //!
-//! `cargo bench --bench newman_ziff [-- --max-l 1024]`
+//! `cargo bench --bench newman_ziff [-- --max-l 1024]`; one variant for a profiler:
+//! `-- --only ours|ref|order --l 256 --samples 4` (`order`: the shuffle alone).
 
 use clusterlab::percolation::{sample_order, Geometry, MicroSums, Model, Sweeper};
 use clusterlab::{Boundary, Connectivity};
+use rand_philox::Philox;
 use std::time::Instant;
 
 /// The reference: plain arrays, the published algorithm.
@@ -68,9 +70,21 @@ impl Reference {
         (r, self.dx[i], self.dy[i])
     }
 
+    /// The random order, drawn plainly (Fisher–Yates, one bounded draw then one swap per
+    /// step): the same order as the crate's `sample_order`, without its batching.
+    fn shuffle(&mut self, seed: u64, index: u64, n: usize) {
+        self.order.clear();
+        self.order.extend(0..n as u32);
+        let mut rng = Philox::from_u64_seed_stream(seed, index);
+        for i in (1..n).rev() {
+            let j = rng.bounded(i as u32 + 1) as usize;
+            self.order.swap(i, j);
+        }
+    }
+
     fn run(&mut self, seed: u64, index: u64) {
         let n = self.l * self.l;
-        sample_order(seed, index, &mut self.order, n);
+        self.shuffle(seed, index, n);
         self.ptr.fill(EMPTY);
         let steps: [(i32, i32); 4] = [(1, 0), (-1, 0), (0, 1), (0, -1)];
         let mut big = 0i64;
@@ -129,9 +143,8 @@ fn rate(threads: usize, samples: u64, l: usize, ours: bool) -> f64 {
                 if ours {
                     let mut sweeper = Sweeper::new(g);
                     let mut sums = MicroSums::new(g, &[]).unwrap();
-                    for i in 0..samples {
-                        sweeper.run(7, t as u64 * samples + i, &mut sums);
-                    }
+                    let first = t as u64 * samples;
+                    sweeper.run_many(7, first..first + samples, &mut sums);
                     std::hint::black_box(&sums);
                 } else {
                     let mut r = Reference::new(l);
@@ -146,14 +159,36 @@ fn rate(threads: usize, samples: u64, l: usize, ours: bool) -> f64 {
     (threads as u64 * samples * (l * l) as u64) as f64 / started.elapsed().as_secs_f64()
 }
 
-fn main() {
-    let args: Vec<String> = std::env::args().collect();
-    let max_l: usize = args
-        .iter()
-        .position(|a| a == "--max-l")
+/// `--NAME VALUE` from the command line.
+fn arg<T: std::str::FromStr>(args: &[String], name: &str) -> Option<T> {
+    args.iter()
+        .position(|a| a == name)
         .and_then(|i| args.get(i + 1))
         .and_then(|v| v.parse().ok())
-        .unwrap_or(2048);
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let max_l: usize = arg(&args, "--max-l").unwrap_or(2048);
+    // Profiling runs (valgrind --tool=callgrind): one variant, one size, a fixed sample count.
+    if let Some(only) = arg::<String>(&args, "--only") {
+        let l: usize = arg(&args, "--l").unwrap_or(128);
+        let samples: u64 = arg(&args, "--samples").unwrap_or(4);
+        let r = match only.as_str() {
+            "order" => {
+                let mut order = Vec::new();
+                let started = Instant::now();
+                for i in 0..samples {
+                    sample_order(7, i, &mut order, l * l);
+                }
+                std::hint::black_box(&order);
+                (samples * (l * l) as u64) as f64 / started.elapsed().as_secs_f64()
+            }
+            v => rate(1, samples, l, v == "ours"),
+        };
+        println!("{only} L = {l}: {:.2} million additions / s", r / 1e6);
+        return;
+    }
     println!(
         "Newman–Ziff, site percolation 4-conn on L x L tori: million site additions / s / core"
     );

@@ -15,6 +15,56 @@ pub(crate) fn words(w: usize) -> usize {
     w.div_ceil(WORD)
 }
 
+/// `n / d` for `n, d < 2³²` by a multiply (Lemire, Kaser & Kurz 2019: `c = ⌈2⁶⁴ / d⌉`,
+/// `n / d = ⌊c · n / 2⁶⁴⌋`); `d = 1` is its own case (`c` would be `2⁶⁴`).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Divisor {
+    d: u32,
+    c: u64,
+}
+
+impl Divisor {
+    /// The divisor `d` (≥ 1).
+    pub(crate) fn new(d: u32) -> Divisor {
+        assert!(d > 0, "division by zero");
+        let c = if d == 1 {
+            0
+        } else {
+            u64::MAX / u64::from(d) + 1
+        };
+        Divisor { d, c }
+    }
+
+    /// `(n / d, n % d)`.
+    #[inline(always)]
+    pub(crate) fn div_rem(self, n: u32) -> (u32, u32) {
+        if self.d == 1 {
+            return (n, 0);
+        }
+        let q = ((u128::from(self.c) * u128::from(n)) >> 64) as u32;
+        (q, n - q * self.d)
+    }
+}
+
+/// Asks the cache for the line of `slice[i]` (nothing when `i` is out of bounds, or off
+/// x86-64): a hint with no effect on any value, for loops that know their next random
+/// accesses a few steps ahead.
+#[inline(always)]
+pub(crate) fn prefetch<T>(slice: &[T], i: usize) {
+    #[cfg(target_arch = "x86_64")]
+    if let Some(r) = slice.get(i) {
+        // SAFETY: a prefetch reads nothing architecturally and cannot fault; the pointer is
+        // into `slice` anyway.
+        unsafe {
+            std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(
+                (r as *const T).cast::<i8>(),
+            );
+        }
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = (slice, i);
+}
+
 /// `out = bits shifted towards higher columns by one` (bit x ← bit x − 1).
 #[inline]
 pub(crate) fn shl1(bits: &[u64], out: &mut [u64]) {
@@ -210,6 +260,25 @@ pub(crate) fn run_bounds(x: &[u64], tmp: &mut [u64], starts: &mut [u64], ends: &
 
 #[cfg(test)]
 mod tests {
+    /// The multiply gives the quotient and remainder of a division for every divisor tried,
+    /// at the ends of the range and in between.
+    #[test]
+    fn divisor_divides() {
+        let mut x = 0x9e37_79b9u32;
+        for d in (1..300u32).chain([511, 512, 513, 2047, 2048, 32768, 65535, 1 << 29, u32::MAX]) {
+            let div = super::Divisor::new(d);
+            for n in [0, 1, d - 1, d, d.wrapping_add(1), u32::MAX, u32::MAX - 1] {
+                assert_eq!(div.div_rem(n), (n / d, n % d), "{n} / {d}");
+            }
+            for _ in 0..2000 {
+                x ^= x << 13;
+                x ^= x >> 17;
+                x ^= x << 5;
+                assert_eq!(div.div_rem(x), (x / d, x % d), "{x} / {d}");
+            }
+        }
+    }
+
     use super::*;
 
     /// A pseudo-random row with about a third of its sites zero.

@@ -40,6 +40,8 @@ mod fixed;
 mod forest;
 mod model;
 mod newman_ziff;
+#[cfg(test)]
+mod oracle;
 mod study;
 #[cfg(feature = "hdf5")]
 mod study_file;
@@ -47,6 +49,7 @@ mod sums;
 mod tau;
 #[cfg(test)]
 mod tests;
+mod winding;
 
 pub use batch::{
     label_batch, threshold, BatchSampler, BatchSpec, BatchStats, SampleStats, MAX_BATCH_SITES,

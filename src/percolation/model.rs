@@ -174,8 +174,9 @@ impl Geometry {
     }
 
     /// Bond `b` as `(from, to, dx, dy)`: the site indices (`y · width + x`) and the unwrapped step
-    /// from `from` to `to`. Right bonds come first, row by row, then down bonds.
-    #[inline]
+    /// from `from` to `to`. Right bonds come first, row by row, then down bonds. (The sweep's
+    /// forest numbers them the same way with multiplies; this is the tests' plain version.)
+    #[cfg(test)]
     pub(crate) fn bond(&self, b: usize) -> (usize, usize, i32, i32) {
         let w = self.width;
         let per_row = self.right_bonds_per_row();

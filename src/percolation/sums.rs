@@ -169,3 +169,106 @@ impl MicroSums {
             .unwrap_or(0)
     }
 }
+
+/// The per-`n` sums of one sweep's observables over a few samples, one 64-byte line per `n`:
+/// the sums of values of at most `sites²` in `u64` (exact for [`Partial::capacity`] samples),
+/// `Σ′ s²`'s square in `u128`. A sweep writes one line per added unit, which keeps the stream
+/// of the sums to one cache line per step; [`Partial::add_to`] moves them into the `u128`
+/// columns of [`MicroSums`] (the same integers in any grouping, so the same sums).
+#[derive(Debug, Clone, Copy, Default)]
+#[repr(C, align(64))]
+pub(crate) struct Line {
+    largest: u64,
+    largest_sq: u64,
+    percolating: u64,
+    percolating_sq: u64,
+    finite_s2: u64,
+    finite_s2_sq: u128,
+}
+
+impl Line {
+    /// Adds one sample's largest cluster, percolating sites and `Σ′ s²`.
+    #[inline]
+    pub(crate) fn add(&mut self, largest: u64, percolating: u64, finite_s2: u64) {
+        self.largest += largest;
+        self.largest_sq += largest * largest;
+        self.percolating += percolating;
+        self.percolating_sq += percolating * percolating;
+        self.finite_s2 += finite_s2;
+        self.finite_s2_sq += u128::from(finite_s2) * u128::from(finite_s2);
+    }
+}
+
+/// Sums of up to [`Partial::capacity`] sweeps, and their `n_s` histograms.
+#[derive(Debug, Clone)]
+pub(crate) struct Partial {
+    /// One line per `n = 0..=N`.
+    pub lines: Vec<Line>,
+    /// Per histogram point, `counts[s]`.
+    pub ns: Vec<Vec<u64>>,
+    /// Samples in the lines.
+    pub samples: u64,
+    capacity: u64,
+}
+
+impl Partial {
+    /// Empty sums for `geometry`.
+    pub(crate) fn new(geometry: Geometry) -> Partial {
+        // Every per-sample value summed in u64 is at most sites² (Σ′ s² ≤ (Σ s)²): this many
+        // samples cannot overflow; with at most 2²⁹ sites it is at least 64.
+        let sq = (geometry.sites() as u64).pow(2).max(1);
+        Partial {
+            lines: vec![Line::default(); geometry.units() + 1],
+            ns: Vec::new(),
+            samples: 0,
+            capacity: u64::MAX / sq,
+        }
+    }
+
+    /// A smaller capacity, so that tests reach the flush between samples.
+    #[cfg(test)]
+    pub(crate) fn set_capacity(&mut self, capacity: u64) {
+        self.capacity = capacity.min(self.capacity);
+    }
+
+    /// Whether another sample could overflow the `u64` sums.
+    pub(crate) fn full(&self) -> bool {
+        self.samples >= self.capacity
+    }
+
+    /// Makes `histograms` zeroed `n_s` histograms of `bins` bins.
+    pub(crate) fn histograms(&mut self, histograms: usize, bins: usize) {
+        self.ns.resize_with(histograms, Vec::new);
+        for h in &mut self.ns {
+            h.clear();
+            h.resize(bins, 0);
+        }
+    }
+
+    /// Adds these sums to `sums` (whose geometry and histogram points are this one's) and
+    /// empties them. Records are the caller's.
+    pub(crate) fn add_to(&mut self, sums: &mut MicroSums) {
+        if self.samples == 0 {
+            return;
+        }
+        let [largest, largest_sq, percolating, percolating_sq, finite_s2, finite_s2_sq] =
+            sums.columns_mut();
+        for (n, line) in self.lines.iter_mut().enumerate() {
+            largest[n] += u128::from(line.largest);
+            largest_sq[n] += u128::from(line.largest_sq);
+            percolating[n] += u128::from(line.percolating);
+            percolating_sq[n] += u128::from(line.percolating_sq);
+            finite_s2[n] += u128::from(line.finite_s2);
+            finite_s2_sq[n] = finite_s2_sq[n].saturating_add(line.finite_s2_sq);
+            *line = Line::default();
+        }
+        for (mine, theirs) in self.ns.iter_mut().zip(&mut sums.ns_counts) {
+            for (a, b) in theirs.iter_mut().zip(mine.iter_mut()) {
+                *a += *b;
+                *b = 0;
+            }
+        }
+        sums.samples += self.samples;
+        self.samples = 0;
+    }
+}

@@ -3,12 +3,15 @@
 //! against exact values, thread-count independence, and Newman–Ziff curves against fixed-p
 //! estimates.
 
-use super::forest::{Forest, Observables};
+use super::forest::Forest;
 use super::newman_ziff::{run_samples, sample_order, Sweeper};
+use super::oracle::{oracle_order, oracle_run};
+use super::winding::Observables;
 use super::*;
 use crate::cpu::pool::CpuPool;
 use crate::{Analyzer, Boundary, Connectivity, Measures, Parallelism};
 use ndarray::Array2;
+use std::ops::Range;
 
 const BOUNDARIES: [Boundary; 4] = [
     Boundary::Periodic,
@@ -97,11 +100,8 @@ fn oracle(g: &Geometry, units: &[u32]) -> Observables {
     }
 }
 
-fn start(forest: &mut Forest, g: &Geometry) {
-    match g.model {
-        Model::Site(_) => forest.clear(),
-        Model::Bond => forest.fill_isolated(),
-    }
+fn start(forest: &mut Forest, _: &Geometry) {
+    forest.start();
 }
 
 fn add(forest: &mut Forest, g: &Geometry, u: usize) {
@@ -148,7 +148,7 @@ fn forest_matches_analyzer_after_every_unit() {
 /// Sites given as (y, x), added in this order.
 fn sites(g: &Geometry, list: &[(usize, usize)]) -> Forest {
     let mut f = Forest::new(*g);
-    f.clear();
+    f.start();
     for &(y, x) in list {
         f.add_site(y * g.width + x);
     }
@@ -181,7 +181,7 @@ fn helix_wrapping_twice_around_x() {
     let right = |y: usize, x: usize| y * w + x;
     let down = |y: usize, x: usize| h * w + y * w + x;
     let mut f = Forest::new(g);
-    f.fill_isolated();
+    f.start();
     let (mut y, mut x) = (0, 0);
     let mut bonds = Vec::new();
     for _ in 0..4 {
@@ -270,6 +270,67 @@ fn binomial_weights_sum_to_one_and_match_exact_values() {
     assert_eq!(BinomialWeights::new(7, 1.0).unwrap().start, 7);
     assert!(BinomialWeights::new(7, 1.5).is_err());
     assert!(BinomialWeights::new(7, f64::NAN).is_err());
+}
+
+/// The fast sweep gives exactly the sums, histograms and records of the oracle (the plain sweep
+/// the crate had before it): every model and boundary, shapes from 1 × 1 up, histograms at the
+/// ends and in between, one sample at a time, many per call, flushed between samples, and on
+/// threads; and on lattices large enough for the prefetching loop.
+#[test]
+fn fast_sweep_equals_the_oracle_sweep() {
+    let models = [
+        Model::Site(Connectivity::Four),
+        Model::Site(Connectivity::Eight),
+        Model::Bond,
+    ];
+    let check = |g: Geometry, samples: Range<u64>, all_ways: bool| {
+        let n = g.units() as u64;
+        let ns_at = [0, n / 3, n / 2, n];
+        let mut want = MicroSums::new(g, &ns_at).unwrap();
+        for i in samples.clone() {
+            oracle_run(g, 21, i, &mut want);
+        }
+        let mut many = MicroSums::new(g, &ns_at).unwrap();
+        Sweeper::new(g).run_many(21, samples.clone(), &mut many);
+        assert_eq!(many, want, "{g:?}");
+        if all_ways {
+            let mut one = MicroSums::new(g, &ns_at).unwrap();
+            let mut sweeper = Sweeper::new(g);
+            for i in samples.clone() {
+                sweeper.run(21, i, &mut one);
+            }
+            assert_eq!(one, want, "{g:?} one by one");
+            let mut flushed = MicroSums::new(g, &ns_at).unwrap();
+            Sweeper::new(g)
+                .flushing_every(2)
+                .run_many(21, samples.clone(), &mut flushed);
+            assert_eq!(flushed, want, "{g:?} flushed every 2");
+            let pool = CpuPool::new(Parallelism::Threads(2));
+            let threads = run_samples(g, &ns_at, 21, samples.clone(), &pool).unwrap();
+            assert_eq!(threads, want, "{g:?} on 2 threads");
+        }
+    };
+    for model in models {
+        for b in BOUNDARIES {
+            for (w, h) in [(1, 1), (1, 5), (6, 1), (2, 2), (3, 7), (16, 16), (33, 9)] {
+                check(geometry(model, w, h, b), 5..10, true);
+            }
+            check(geometry(model, 190, 230, b), 0..2, false);
+        }
+    }
+}
+
+/// The batched, prefetching shuffle draws the plain shuffle's order, word for word.
+#[test]
+fn sample_order_equals_the_plain_shuffle() {
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for units in [0, 1, 2, 3, 31, 32, 33, 34, 64, 65, 1000, 70_001] {
+        for index in [0, 7, u64::MAX] {
+            sample_order(3, index, &mut a, units);
+            oracle_order(3, index, &mut b, units);
+            assert_eq!(a, b, "{units} units, sample {index}");
+        }
+    }
 }
 
 #[test]
