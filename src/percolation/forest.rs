@@ -51,10 +51,10 @@ impl Shape {
     fn touch_flags(self, y: usize, x: usize) -> u32 {
         let mut f = 0;
         if !self.wraps_x {
-            f |= u32::from(x == 0) * LEFT | u32::from(x + 1 == self.w) * RIGHT;
+            f |= (u32::from(x == 0) * LEFT) | (u32::from(x + 1 == self.w) * RIGHT);
         }
         if !self.wraps_y {
-            f |= u32::from(y == 0) * TOP | u32::from(y + 1 == self.h) * BOTTOM;
+            f |= (u32::from(y == 0) * TOP) | (u32::from(y + 1 == self.h) * BOTTOM);
         }
         f
     }

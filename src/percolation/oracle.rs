@@ -335,8 +335,8 @@ pub(crate) fn oracle_run(geometry: Geometry, seed: u64, index: u64, sums: &mut M
     };
     record(&forest, 0, &mut first);
     let site = matches!(geometry.model, Model::Site(_));
-    for n in 0..units {
-        let u = order[n] as usize;
+    for (n, &u) in order.iter().enumerate() {
+        let u = u as usize;
         if site {
             forest.add_site(u);
         } else {

@@ -297,7 +297,7 @@ fn find_deep(nodes: &mut [Node], i: u32) -> Rooted {
 #[inline(never)]
 fn wrap(nodes: &mut [Node], mut obs: Obs, r: usize, x: bool, y: bool) -> Obs {
     let f = nodes[r].dx as u32;
-    let g = f | u32::from(x) * WRAP_X | u32::from(y) * WRAP_Y;
+    let g = f | (u32::from(x) * WRAP_X) | (u32::from(y) * WRAP_Y);
     if g == f {
         return obs;
     }
