@@ -1,6 +1,7 @@
 //! Fixed-p batch throughput: lattice sites and samples per second for site percolation
-//! (4-connected, torus, p = p_c) and bond percolation (torus, p = 1/2) at L = 64, 256, 1024, on
-//! the GPU (one thread block per lattice,
+//! (4-connected, torus, p = p_c; L = 2048 too, beyond a block, through the full-lattice
+//! analyzer) and bond percolation (torus, p = 1/2) at L = 64, 256, 1024, on the GPU (one thread
+//! block per lattice,
 //! generation + labeling + reduction on the device, 24 bytes per sample back) and on the CPU with
 //! all cores (the same batch API, rayon over samples), and `cupyx.scipy.ndimage.label` per sample
 //! (device-resident, labeling only, via `benches/peers_gpu.py`) when python3 with CuPy is there.
@@ -112,9 +113,12 @@ fn main() {
         (64usize, 400_000u64, 20_000u64),
         (256, 40_000, 1_000),
         (1024, 2_000, 60),
+        // Beyond a block's shared memory (h + w > 3054): the full-lattice analyzer, one
+        // lattice at a time.
+        (2048, 400, 16),
     ] {
         let (k_gpu, k_cpu) = if quick {
-            (k_gpu / 10, k_cpu / 10)
+            (k_gpu / 10, (k_cpu / 10).max(2))
         } else {
             (k_gpu, k_cpu)
         };
@@ -140,7 +144,7 @@ fn main() {
                 _ => "-".into(),
             },
         );
-        if let Some(r) = gpu_rate {
+        if let Some(r) = gpu_rate.filter(|_| l <= 1024) {
             // What must cross the memory bus: the 24-byte record per sample (L ≤ 256 stays in
             // shared memory); for L > 256 also the forest and bitmaps in global scratch, about
             // 4.25 bytes per site written and read twice (mostly served by L2).

@@ -598,6 +598,27 @@ __device__ void pb_lattice(const PbParams& P, u64 k, PT* par, volatile u32* occ,
     __syncthreads();
 }
 
+// The lattice of one sample as bytes (1 = occupied; the layout of step 1), for lattices whose edge
+// tables do not fit in a block's shared memory: the host labels and counts them with the full-
+// lattice analyzer on the same stream. One thread per Philox block of four sites.
+struct PgParams {
+    u64 out; // u8* n sites
+    u64 t;   // threshold (t <= 2^32)
+    u32 n, idx_lo, idx_hi, key0, key1, pad;
+};
+
+extern "C" __global__ void pb_generate(const PgParams P) {
+    const u32 b = blockIdx.x * blockDim.x + threadIdx.x;
+    if (b >= (P.n + 3) / 4) return;
+    const uint4 r = pb_philox(make_uint4(b, P.idx_lo, P.idx_hi, (u32)P.t), P.key0, P.key1);
+    unsigned char* out = (unsigned char*)P.out + 4 * (u64)b;
+    const u32 left = P.n - 4 * b;
+    out[0] = (u64)r.x < P.t;
+    if (left > 1) out[1] = (u64)r.y < P.t;
+    if (left > 2) out[2] = (u64)r.z < P.t;
+    if (left > 3) out[3] = (u64)r.w < P.t;
+}
+
 // Dynamic shared memory: [PbShared][hs: PB_HS u32][tables][SMALL: occ, rootb, (BOND: right and
 // down bond bits), forest]; with SMALL == 0 the bitmaps and forest lie in global scratch, in
 // the same order.

@@ -425,6 +425,43 @@ mod gpu {
         }
     }
 
+    /// Site lattices whose edge tables do not fit in a 227 KiB block (these five, by
+    /// `plans_refuse_what_a_block_cannot_hold` in `src/cuda/percolation_batch.rs`) go through
+    /// the full-lattice analyzer: still equal to the CPU batch, generated or given. Bond
+    /// configurations that large are refused.
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn gpu_batch_beyond_a_block_equals_cpu_batch() {
+        let (mut g, mut c) = (gpu(), cpu(16));
+        let four = Connectivity::Four;
+        let eight = Connectivity::Eight;
+        for (conn, b, w, h) in [
+            (four, Boundary::Periodic, 1600, 1500),
+            (eight, Boundary::Periodic, 1200, 1201),
+            (four, Boundary::Open, 2000, 1700),
+            (eight, Boundary::PeriodicY, 1700, 1300),
+            (four, Boundary::PeriodicX, 3700, 5),
+        ] {
+            for p in [0.4073, 0.5927] {
+                same(&mut g, &mut c, &spec(conn, b, w, h, p, 3));
+            }
+        }
+        let s = spec(four, Boundary::Periodic, 1600, 1500, 0.5927, 2);
+        let mut stack = Array3::<u8>::zeros((2, 1500, 1600));
+        for k in 0..2 {
+            stack
+                .index_axis_mut(ndarray::Axis(0), k)
+                .assign(&s.lattice(s.first + k as u64));
+        }
+        let given = g
+            .analyze_batch(stack.view(), s.connectivity, s.boundary, true)
+            .unwrap();
+        assert_eq!(given, c.sample(&s).unwrap());
+        assert!(g
+            .sample(&bond_spec(Boundary::Periodic, 1600, 1500, 0.5, 1))
+            .is_err());
+    }
+
     #[test]
     #[ignore = "needs a CUDA device"]
     fn gpu_analyze_batch_equals_cpu() {

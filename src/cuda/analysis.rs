@@ -82,8 +82,12 @@ impl DeviceAnalysis {
         connectivity: Connectivity,
         boundary: Boundary,
     ) -> Result<Self> {
-        let gpu = Gpu::new(device)?;
-        Ok(DeviceAnalysis {
+        Ok(Self::with_gpu(Gpu::new(device)?, connectivity, boundary))
+    }
+
+    /// The analysis on a context and stream that another worker holds.
+    pub(crate) fn with_gpu(gpu: Gpu, connectivity: Connectivity, boundary: Boundary) -> Self {
+        DeviceAnalysis {
             input: DevBuf::new(&gpu),
             labels: DevBuf::new(&gpu),
             acc: DevBuf::new(&gpu),
@@ -98,7 +102,7 @@ impl DeviceAnalysis {
             connectivity,
             boundary,
             job: None,
-        })
+        }
     }
 
     pub(crate) fn gpu(&self) -> &Gpu {

@@ -107,6 +107,41 @@ impl CudaAnalyzer {
         })
     }
 
+    /// An analyzer that queues its work on `stream` (another worker's), so that what was queued
+    /// there before (a lattice generated on the device) is done before the analysis starts.
+    ///
+    /// # Errors
+    /// As [`CudaAnalyzer::new`].
+    pub(crate) fn with_stream(
+        stream: Arc<CudaStream>,
+        connectivity: Connectivity,
+        boundary: Boundary,
+    ) -> Result<Self> {
+        let gpu = super::runtime::Gpu::with_stream(stream)?;
+        Ok(CudaAnalyzer {
+            dev: DeviceAnalysis::with_gpu(gpu, connectivity, boundary),
+            pending: None,
+            joined: Joined::default(),
+            sums: Vec::new(),
+            staging: Vec::new(),
+        })
+    }
+
+    /// [`CudaAnalyzer::queue_size_counts`] for `height × width` byte sites (nonzero = occupied)
+    /// at the raw device address `ptr` of this analyzer's context.
+    ///
+    /// # Errors
+    /// As [`CudaAnalyzer::queue_table`].
+    pub(crate) fn queue_size_counts_at(
+        &mut self,
+        ptr: u64,
+        height: usize,
+        width: usize,
+    ) -> Result<()> {
+        check_size(height, width)?;
+        self.queue_ptr::<u8>(ptr, height, width, Pending::Counts)
+    }
+
     /// An analyzer on a device the front end resolved.
     pub(crate) fn on(
         device: &crate::cuda::CudaDevice,

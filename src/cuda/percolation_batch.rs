@@ -9,21 +9,31 @@
 //! scratch per resident block (`4 + 1/4` bytes per site, `4 + 1/2` for bonds), the edge tables
 //! still in shared memory.
 //!
+//! Site lattices whose edge tables do not fit either (`h + w` beyond about 3000 with
+//! 4-connectivity on a torus, 2300 with 8-connectivity, 3600 open, on a 227 KiB block) go one at
+//! a time through the full-lattice analyzer (`CudaAnalyzer`'s size counts) on the same stream:
+//! `pb_generate` writes the lattice as bytes on the device, the analyzer labels it and counts its
+//! clusters, and only the counts come back (`SampleStats::from_size_counts`). Such lattices fill
+//! the GPU by themselves. Bond configurations that large are refused (the analyzer has no bond
+//! masks): the CPU backend runs them.
+//!
 //! Bytes that must move per sample: the 24-byte record (and nothing per site): generation,
 //! labeling and reduction stay on the chip for small lattices; for large ones the forest's
 //! traffic (about 4 bytes written and read a few times per site) goes mostly to L2.
 
+use super::analyzer::CudaAnalyzer;
 use super::family::HEADERS;
 use super::runtime::{cuda_err, kernel_args, DevBuf, Gpu, ModuleSpec};
 use super::CudaDevice;
 use crate::measure::fixed_p::{threshold, BatchSpec, BatchStats, SampleStats};
+use crate::{Boundary, SizeCounts};
 use crate::{Connectivity, Error, Result};
 use cudarc::driver::result as dres;
 
 /// The family's kernel file.
 pub(crate) const FILE: &str = "percolation_batch.cu";
 /// Its kernels.
-pub(crate) const KERNELS: &[&str] = &["pb_batch"];
+pub(crate) const KERNELS: &[&str] = &["pb_batch", "pb_generate"];
 
 /// Sizes below this are counted in shared memory first (`PB_HS` in the kernel).
 const SHARED_HIST: usize = 64;
@@ -98,6 +108,20 @@ struct PbParams {
     max_links: u32,
 }
 
+/// `pb_generate`'s parameters (`PgParams`), passed by value.
+#[repr(C)]
+#[derive(Debug, Clone, Copy)]
+struct PgParams {
+    out: u64,
+    t: u64,
+    n: u32,
+    idx_lo: u32,
+    idx_hi: u32,
+    key0: u32,
+    key1: u32,
+    pad: u32,
+}
+
 /// How one lattice shape runs: which variant, threads, shared bytes.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) struct Plan {
@@ -164,6 +188,9 @@ pub(crate) struct PercolationBatch {
     hist: DevBuf,
     scratch: DevBuf,
     input: DevBuf,
+    /// The full-lattice analyzer of the lattices too large for a block, on this stream, with the
+    /// connectivity and boundary it was made for.
+    large: Option<((Connectivity, Boundary), CudaAnalyzer)>,
 }
 
 impl PercolationBatch {
@@ -175,6 +202,7 @@ impl PercolationBatch {
             hist: DevBuf::new(&gpu),
             scratch: DevBuf::new(&gpu),
             input: DevBuf::new(&gpu),
+            large: None,
             gpu,
         })
     }
@@ -183,7 +211,11 @@ impl PercolationBatch {
     /// records in index order and the histogram (empty unless asked for).
     pub(crate) fn run(&mut self, spec: &BatchSpec, input: Option<&[u8]>) -> Result<BatchStats> {
         let shape = *spec;
-        let plan = plan(&shape, self.gpu.max_shared_optin)?;
+        let plan = match plan(&shape, self.gpu.max_shared_optin) {
+            Ok(plan) => plan,
+            Err(_) if !shape.bonds => return self.run_large(spec, input),
+            Err(e) => return Err(e),
+        };
         if shape.bonds && input.is_some() {
             return Err(Error::InvalidArgument(
                 "a batch of given lattices is site percolation: bond configurations are generated"
@@ -301,6 +333,88 @@ impl PercolationBatch {
     }
 }
 
+impl PercolationBatch {
+    /// A batch of site lattices too large for a block: one lattice at a time, generated (or
+    /// copied) into a device buffer, then labeled and counted by the full-lattice analyzer on
+    /// the same stream.
+    fn run_large(&mut self, spec: &BatchSpec, input: Option<&[u8]>) -> Result<BatchStats> {
+        let (w, h) = (spec.width, spec.height);
+        let n = w * h;
+        let bins = if spec.histogram { n + 1 } else { 0 };
+        let mut out = BatchStats {
+            samples: Vec::with_capacity(spec.count as usize),
+            ns: vec![0; bins],
+        };
+        if spec.count == 0 {
+            return Ok(out);
+        }
+        let kind = (spec.connectivity, spec.boundary);
+        if self.large.as_ref().map(|(k, _)| *k) != Some(kind) {
+            let analyzer = CudaAnalyzer::with_stream(self.gpu.stream.clone(), kind.0, kind.1)?;
+            self.large = Some((kind, analyzer));
+        }
+        let need = self.input.shortfall(n);
+        if need > 0 {
+            let (free, _) = self.gpu.mem_info()?;
+            if need > free {
+                return Err(Error::OutOfDeviceMemory { needed: need, free });
+            }
+        }
+        self.input.ensure(n)?;
+        self.gpu.bind()?;
+        let key = PbKey {
+            conn8: spec.connectivity == Connectivity::Eight,
+            bond: false,
+            small: false,
+        };
+        let func = self.gpu.module(&key)?.func("pb_generate").clone();
+        let stream = self.gpu.stream.cu_stream();
+        let t = threshold(spec.p);
+        for k in 0..spec.count {
+            let index = spec.first + k;
+            match input {
+                Some(data) => {
+                    let part = &data[k as usize * n..(k as usize + 1) * n];
+                    // SAFETY: the device buffer holds `n` bytes; `part` outlives the
+                    // synchronisation in `finish_size_counts` below.
+                    unsafe { dres::memcpy_htod_async(self.input.ptr, part, stream) }
+                        .map_err(|e| cuda_err("copying a lattice to the GPU", e))?;
+                }
+                None => {
+                    let params = PgParams {
+                        out: self.input.ptr,
+                        t,
+                        n: n as u32,
+                        idx_lo: index as u32,
+                        idx_hi: (index >> 32) as u32,
+                        key0: spec.seed as u32,
+                        key1: (spec.seed >> 32) as u32,
+                        pad: 0,
+                    };
+                    let blocks = n.div_ceil(4).div_ceil(256) as u32;
+                    // SAFETY: the argument matches `pb_generate(const PgParams)`; the buffer
+                    // holds the `n` bytes it writes.
+                    unsafe {
+                        self.gpu.launch_shared(
+                            &func,
+                            (blocks, 1, 1),
+                            (256, 1, 1),
+                            0,
+                            &mut kernel_args![params],
+                        )?;
+                    }
+                }
+            }
+            let analyzer = &mut self.large.as_mut().expect("made above").1;
+            analyzer.queue_size_counts_at(self.input.ptr, h, w)?;
+            let counts: SizeCounts = analyzer.finish_size_counts()?;
+            let ns = (bins > 0).then_some(&mut out.ns[..]);
+            out.samples.push(SampleStats::from_size_counts(&counts, ns));
+        }
+        Ok(out)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -346,8 +460,25 @@ mod tests {
             bond(300).scratch_words,
             4 * (300 * 300usize).div_ceil(32) + 300 * 300
         );
-        let s =
-            BatchSpec::new(Connectivity::Four, Boundary::Open, 1, 1 << 20, 0.5, 1, 0, 1).unwrap();
-        assert!(plan(&s, 232_448).is_err());
+    }
+
+    /// The shapes the GPU test `gpu_batch_beyond_a_block_equals_cpu_batch` runs do not fit a
+    /// 227 KiB block (so that they take the full-lattice path), and a shape just inside does.
+    #[test]
+    fn plans_refuse_what_a_block_cannot_hold() {
+        let four = Connectivity::Four;
+        let eight = Connectivity::Eight;
+        let fits = |c, b, w, h| {
+            let s = BatchSpec::new(c, b, w, h, 0.5, 1, 0, 1).unwrap();
+            plan(&s, 232_448).is_ok()
+        };
+        assert!(!fits(four, Boundary::Periodic, 1600, 1500));
+        assert!(!fits(eight, Boundary::Periodic, 1200, 1201));
+        assert!(!fits(four, Boundary::Open, 2000, 1700));
+        assert!(!fits(eight, Boundary::PeriodicY, 1700, 1300));
+        assert!(!fits(four, Boundary::PeriodicX, 3700, 5));
+        assert!(fits(four, Boundary::Periodic, 1500, 1500));
+        assert!(fits(eight, Boundary::Periodic, 1100, 1100));
+        assert!(!fits(four, Boundary::Open, 1, 1 << 20));
     }
 }

@@ -21,6 +21,7 @@
 
 use crate::core::bits::words;
 use crate::core::bonds::PackedBonds;
+use crate::core::size_counts::SizeCounts;
 use crate::{Boundary, Connectivity, Error, Result};
 use ndarray::Array2;
 use rand_philox::Philox;
@@ -255,6 +256,35 @@ impl SampleStats {
     /// Whether one cluster percolates along both axes.
     pub fn both(&self) -> bool {
         self.flags & Self::BOTH != 0
+    }
+
+    /// The statistics of one lattice from its cluster-size counts (how the GPU serves lattices
+    /// whose edge tables do not fit in a block's shared memory); adds the clusters that do not
+    /// percolate to `ns` when given (`sites + 1` bins).
+    pub(crate) fn from_size_counts(c: &SizeCounts, ns: Option<&mut [u64]>) -> SampleStats {
+        let mut s = SampleStats {
+            occupied: c.occupied() as u32,
+            largest: c.largest() as u32,
+            ..SampleStats::default()
+        };
+        let mut s2: u64 = c.counts.iter().map(|&(k, m)| k * k * m).sum();
+        for p in &c.percolating {
+            let (x, y) = (p.wraps_x || p.spans_x, p.wraps_y || p.spans_y);
+            s.percolating += p.size as u32;
+            s2 -= p.size * p.size;
+            s.flags |= (u32::from(x) * Self::X) | (u32::from(y) * Self::Y);
+            s.flags |= u32::from(x && y) * Self::BOTH;
+        }
+        s.finite_s2 = s2;
+        if let Some(ns) = ns {
+            for &(k, m) in &c.counts {
+                ns[k as usize] += m;
+            }
+            for p in &c.percolating {
+                ns[p.size as usize] -= 1;
+            }
+        }
+        s
     }
 }
 

@@ -424,3 +424,37 @@ fn tau_fit_recovers_an_exact_power_law() {
     let f = fit_tau(&counts, 1, 1, 16, 4000).unwrap();
     assert!((f.tau.value - 2.05).abs() < 1e-3, "{}", f.tau.value);
 }
+
+/// The GPU serves lattices too large for a block through the full-lattice analyzer's size
+/// counts; on the CPU the same reduction of `Labeler::size_counts_into` gives exactly the CPU
+/// batch's samples and `n_s`, for every boundary, both connectivities and odd shapes.
+#[test]
+fn size_counts_reduce_to_the_batch_statistics() {
+    use crate::measure::fixed_p::SampleStats;
+    use crate::{Backend, Labeler, Options, SizeCounts};
+    let mut sampler =
+        BatchSampler::new(&Options::default().backend(Backend::Cpu)).expect("the CPU");
+    let mut counts = SizeCounts::new();
+    for (w, h) in [(1, 1), (1, 7), (9, 1), (2, 3), (17, 13), (40, 33)] {
+        for c in [Connectivity::Four, Connectivity::Eight] {
+            for b in BOUNDARIES {
+                for p in [0.3, 0.5927, 0.8] {
+                    let mut spec = BatchSpec::new(c, b, w, h, p, 5, 3, 6).unwrap();
+                    spec.histogram = true;
+                    let batch = sampler.sample(&spec).unwrap();
+                    let mut labeler = Labeler::new(c, b);
+                    let mut ns = vec![0u64; w * h + 1];
+                    for k in 0..6 {
+                        let lattice = spec.lattice(spec.first + k);
+                        labeler
+                            .size_counts_into(lattice.view(), &mut counts)
+                            .unwrap();
+                        let got = SampleStats::from_size_counts(&counts, Some(&mut ns));
+                        assert_eq!(got, batch.samples[k as usize], "{w}x{h} {c:?} {b:?} {p}");
+                    }
+                    assert_eq!(ns, batch.ns, "{w}x{h} {c:?} {b:?} {p}");
+                }
+            }
+        }
+    }
+}
