@@ -25,8 +25,9 @@ use super::analyzer::CudaAnalyzer;
 use super::family::HEADERS;
 use super::runtime::{cuda_err, kernel_args, DevBuf, Gpu, ModuleSpec};
 use super::CudaDevice;
+use crate::core::size_counts::SizeCounts;
 use crate::measure::fixed_p::{threshold, BatchSpec, BatchStats, SampleStats};
-use crate::{Boundary, SizeCounts};
+use crate::Boundary;
 use crate::{Connectivity, Error, Result};
 use cudarc::driver::result as dres;
 
