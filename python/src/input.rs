@@ -9,7 +9,7 @@
 //! values fit. Complex, object, string and other dtypes are a `ValueError`.
 
 use crate::value_error;
-use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis, ShapeBuilder, Zip};
+use ndarray::{Array2, ArrayView2, ArrayViewMut2, Axis, Ix2, ShapeBuilder, StrideShape, Zip};
 use numpy::npyffi::{self, objects::_PyArray_GET_ITEM_DATA};
 use numpy::{PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
@@ -87,29 +87,11 @@ impl Raw {
     /// The block must hold aligned `T`s (strides multiples of `size_of::<T>()`) alive for `'a`,
     /// not written by anyone else meanwhile.
     pub(crate) unsafe fn view<'a, T>(&self) -> ArrayView2<'a, T> {
-        let item = std::mem::size_of::<T>() as isize;
-        let (mut ptr, mut flip) = (self.ptr, [false; 2]);
-        let mut strides = [0usize; 2];
-        for k in 0..2 {
-            let s = self.strides[k];
-            if s < 0 && self.shape[k] > 0 {
-                // ndarray wants the origin at index 0 with non-negative strides here: start at
-                // the last element along this axis and flip the axis back afterwards.
-                ptr = unsafe { ptr.offset(s * (self.shape[k] as isize - 1)) };
-                flip[k] = true;
-            }
-            strides[k] = (s.unsigned_abs() as isize / item) as usize;
-        }
-        let mut view = unsafe {
-            ArrayView2::from_shape_ptr(
-                (self.shape[0], self.shape[1]).strides((strides[0], strides[1])),
-                ptr.cast::<T>().cast_const(),
-            )
-        };
-        for (k, f) in flip.iter().enumerate() {
-            if *f {
-                view.invert_axis(Axis(k));
-            }
+        // SAFETY: as the caller promises; `origin` gives the shape and element strides of it.
+        let (ptr, shape, flip) = unsafe { self.origin::<T>() };
+        let mut view = unsafe { ArrayView2::from_shape_ptr(shape, ptr.cast::<T>().cast_const()) };
+        for k in flip {
+            view.invert_axis(Axis(k));
         }
         view
     }
@@ -119,29 +101,35 @@ impl Raw {
     /// # Safety
     /// As [`Raw::view`], and no other view of the block may be alive for `'a`.
     pub(crate) unsafe fn view_mut<'a, T>(&self) -> ArrayViewMut2<'a, T> {
+        // SAFETY: as for `view`.
+        let (ptr, shape, flip) = unsafe { self.origin::<T>() };
+        let mut view = unsafe { ArrayViewMut2::from_shape_ptr(shape, ptr.cast::<T>()) };
+        for k in flip {
+            view.invert_axis(Axis(k));
+        }
+        view
+    }
+
+    /// The block's lowest address, its shape with non-negative element strides, and the axes to
+    /// invert afterwards: ndarray wants the origin at index 0 with non-negative strides here, so
+    /// a negative axis starts at its last element and is flipped back.
+    ///
+    /// # Safety
+    /// As [`Raw::view`] (the offset stays inside the block).
+    unsafe fn origin<T>(&self) -> (*mut u8, StrideShape<Ix2>, Vec<usize>) {
         let item = std::mem::size_of::<T>() as isize;
-        let (mut ptr, mut flip) = (self.ptr, [false; 2]);
+        let (mut ptr, mut flip) = (self.ptr, Vec::new());
         let mut strides = [0usize; 2];
-        for k in 0..2 {
+        for (k, stride) in strides.iter_mut().enumerate() {
             let s = self.strides[k];
             if s < 0 && self.shape[k] > 0 {
                 ptr = unsafe { ptr.offset(s * (self.shape[k] as isize - 1)) };
-                flip[k] = true;
+                flip.push(k);
             }
-            strides[k] = (s.unsigned_abs() as isize / item) as usize;
+            *stride = (s.unsigned_abs() as isize / item) as usize;
         }
-        let mut view = unsafe {
-            ArrayViewMut2::from_shape_ptr(
-                (self.shape[0], self.shape[1]).strides((strides[0], strides[1])),
-                ptr.cast::<T>(),
-            )
-        };
-        for (k, f) in flip.iter().enumerate() {
-            if *f {
-                view.invert_axis(Axis(k));
-            }
-        }
-        view
+        let shape = (self.shape[0], self.shape[1]).strides((strides[0], strides[1]));
+        (ptr, shape, flip)
     }
 }
 
