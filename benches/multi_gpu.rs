@@ -5,7 +5,14 @@
 //!
 //! ```text
 //! cargo bench --bench multi_gpu -- [--sizes 32768,65536,98304] [--reps R] [--raw] [--check]
+//! cargo bench --bench multi_gpu -- --analysis [--sizes 16384,32768] [--reps R]
 //! ```
+//!
+//! `--analysis` times the cluster table instead (`MultiGpuAnalyzer::analyze` on 1..N GPUs and
+//! in loopback against one device's `CudaAnalyzer::analyze`), as users call them: from a host
+//! lattice to the table, wall time, median of R after one warm-up, with the multi-GPU split
+//! (upload and queue, strips, host join and table); every table is compared with the single
+//! device's.
 //!
 //! Site percolation at p_c, 4-connectivity, periodic boundary, canonical labels (`--raw`: raw).
 //! The lattice is uploaded once per configuration and labeled in place; each labeling is timed
@@ -20,7 +27,10 @@
 
 mod common;
 
-use clusterlab::cuda::{device_count, device_info, CudaLabeler, MultiGpuLabeler, Numbering};
+use clusterlab::cuda::{
+    device_count, device_info, CudaAnalyzer, CudaLabeler, MultiGpuAnalyzer, MultiGpuLabeler,
+    Numbering,
+};
 use clusterlab::{Boundary, Connectivity, Error};
 use common::gpu::EventTimer;
 use common::{bandwidth, floor_ms, json_str, tb_per_s, Args, BenchResult, Samples};
@@ -31,11 +41,12 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 const USAGE: &str = "usage: cargo bench --bench multi_gpu -- [--sizes N,N,...] [--reps R] \
-[--raw] [--check]
+[--raw] [--check] [--analysis]
   --sizes   square lattice sides for strong scaling (default 32768,65536,98304)
   --reps R  timed labelings per configuration (default 5)
   --raw     raw (root-index) labels instead of canonical ones
-  --check   compare every configuration's cluster count with the first of its lattice";
+  --check   compare every configuration's cluster count with the first of its lattice
+  --analysis  time the cluster table (MultiGpuAnalyzer) instead of labeling";
 
 const P_C: f64 = 0.592746;
 const CONN: Connectivity = Connectivity::Four;
@@ -210,6 +221,7 @@ fn run() -> BenchResult<()> {
     let mut reps = 5usize;
     let mut numbering = Numbering::Canonical;
     let mut check = false;
+    let mut analysis = false;
     let mut args = Args::from_env(USAGE);
     while let Some(a) = args.next_flag() {
         match a.as_str() {
@@ -224,12 +236,16 @@ fn run() -> BenchResult<()> {
             "--reps" => reps = args.value("--reps"),
             "--raw" => numbering = Numbering::Raw,
             "--check" => check = true,
+            "--analysis" => analysis = true,
             other => args.unknown(other),
         }
     }
     let n = device_count()?;
     if n == 0 {
         return Err("no CUDA device".into());
+    }
+    if analysis {
+        return run_analysis(&sizes, reps, n);
     }
     let info = device_info(0)?;
     let (bw, note) = bandwidth(&info.name);
@@ -330,6 +346,92 @@ fn run() -> BenchResult<()> {
             r.floor,
             r.clusters
         )?;
+    }
+    Ok(())
+}
+
+/// `--analysis`: the table of one lattice on one device, on 1..=n GPUs in strips, and in
+/// loopback (4 strips on GPU 0), host lattice to table.
+fn run_analysis(sizes: &[usize], reps: usize, n: usize) -> BenchResult<()> {
+    let info = device_info(0)?;
+    println!(
+        "devices: {n} x {}; cluster table (Measures::Shape), site percolation p = {P_C}, \
+         {CONN}, {BOUNDARY}, host lattice to table, wall time, median of {reps}",
+        info.name
+    );
+    println!(
+        "| lattice | mode | GPUs | strips | median ms | upload+queue ms | strips ms | join+table ms | vs one device | clusters |"
+    );
+    println!("|---|---|---|---|---|---|---|---|---|---|");
+    let median = |v: Vec<f64>| Samples::new(v).median();
+    let mut out = std::fs::File::create({
+        std::fs::create_dir_all("bench-out")?;
+        "bench-out/multi_gpu_analysis.json"
+    })?;
+    for &size in sizes {
+        let lat = lattice(size, size, 3);
+        let name = format!("{size}x{size}");
+        let mut one = CudaAnalyzer::new(0, CONN, BOUNDARY)?;
+        let want = one.analyze(lat.view())?;
+        let mut times = Vec::new();
+        for _ in 0..reps {
+            let t = Instant::now();
+            let table = one.analyze(lat.view())?;
+            times.push(t.elapsed().as_secs_f64() * 1e3);
+            if table.count() != want.count() {
+                return Err("the single device's tables differ between runs".into());
+            }
+        }
+        let single = median(times);
+        println!(
+            "| {name} | one device | 1 | 1 | {single:.1} | | | | 1.00 | {} |",
+            want.count()
+        );
+        drop(one);
+        let mut configs: Vec<(String, Vec<usize>, Option<usize>)> = (1..=n)
+            .map(|k| ("strips".to_string(), (0..k).collect(), None))
+            .collect();
+        configs.push(("loopback".into(), vec![0], Some(4)));
+        for (mode, devices, strips) in configs {
+            let mut gpus = MultiGpuAnalyzer::new(&devices, CONN, BOUNDARY)?;
+            if let Some(s) = strips {
+                gpus = gpus.strips(s);
+            }
+            let got = gpus.analyze(lat.view())?;
+            if got != want {
+                return Err(format!("{name} {mode} on {devices:?}: the table differs").into());
+            }
+            let mut runs = Vec::new();
+            for _ in 0..reps {
+                gpus.analyze(lat.view())?;
+                runs.push(gpus.timings());
+            }
+            let med = |f: fn(&clusterlab::cuda::AnalysisTimings) -> f64| {
+                median(runs.iter().map(f).collect())
+            };
+            let total = med(|t| t.total_ms);
+            println!(
+                "| {name} | {mode} | {} | {} | {total:.1} | {:.1} | {:.1} | {:.1} | {:.2} | {} |",
+                devices.len(),
+                gpus.layout().len(),
+                med(|t| t.upload_ms),
+                med(|t| t.strips_ms),
+                med(|t| t.join_ms),
+                single / total,
+                got.count()
+            );
+            writeln!(
+                out,
+                "{{\"lattice\":{},\"mode\":{},\"gpus\":{},\"strips\":{},\"device\":{},\
+                 \"median_ms\":{total:.3},\"one_device_ms\":{single:.3},\"clusters\":{}}}",
+                json_str(&name),
+                json_str(&mode),
+                devices.len(),
+                gpus.layout().len(),
+                json_str(&info.name),
+                got.count()
+            )?;
+        }
     }
     Ok(())
 }

@@ -1,7 +1,8 @@
 //! Multi-GPU labeling in horizontal strips (`clusterlab::cuda::MultiGpuLabeler`): the loopback
 //! transport (several strips on device 0) against the single device and the BFS oracle, on every
 //! connectivity and boundary, strips of one row and uneven heights, segments and site types; the
-//! device-resident path; all visible devices when there are two or more; bad input.
+//! device-resident path; all visible devices when there are two or more; bad input. The
+//! analysis across strips (`MultiGpuAnalyzer`): its tables and `n_s` against the CPU's.
 //!
 //! GPU tests are `#[ignore = "needs a CUDA device"]`: run them on a GPU machine with
 //! `cargo test --release --test multi_gpu -- --ignored --test-threads=1` (libnvrtc on
@@ -11,10 +12,10 @@
 
 mod common;
 
-use clusterlab::cuda::{device_count, CudaLabeler, MultiGpuLabeler, Numbering};
-use clusterlab::{Boundary, Connectivity, Error, SiteValue};
+use clusterlab::cuda::{device_count, CudaLabeler, MultiGpuAnalyzer, MultiGpuLabeler, Numbering};
+use clusterlab::{Analyzer, Boundary, Connectivity, Error, Measures, SiteValue};
 use common::battery::{raw_from_canonical, BOUNDARIES, CONNECTIVITIES};
-use common::{granular_lattice, oracle_of, random_lattice, rng, segment_lattice};
+use common::{granular_lattice, oracle_of, random_lattice, rng, segment_lattice, spiral, stripes};
 use ndarray::{Array2, ArrayView2};
 use rand::rngs::StdRng;
 use rand::RngExt;
@@ -265,5 +266,112 @@ fn no_devices_is_an_error() {
     match MultiGpuLabeler::new(&[usize::MAX], Connectivity::Four, Boundary::Open) {
         Err(Error::InvalidArgument(_) | Error::CudaUnavailable(_)) => {}
         other => panic!("{:?}", other.err()),
+    }
+}
+
+/// The strips' analysis equals the CPU's [`Measures::Shape`] table (which tests/analysis.rs
+/// checks against an oracle) and its `n_s` and flags.
+fn check_analysis(
+    gpus: &mut MultiGpuAnalyzer,
+    lattice: ArrayView2<'_, u8>,
+    (c, b): (Connectivity, Boundary),
+    what: &str,
+) {
+    let mut cpu = Analyzer::new(c, b).measures(Measures::Shape);
+    let want = cpu.analyze(lattice).unwrap();
+    let got = gpus.analyze(lattice).unwrap();
+    assert_eq!(got.count(), want.count(), "{what}: clusters");
+    assert!(got == want, "{what}: tables differ");
+    let counts = gpus.size_counts(lattice).unwrap();
+    for exclude in [false, true] {
+        assert_eq!(
+            counts.size_distribution(exclude),
+            want.size_distribution(exclude),
+            "{what}: n_s (exclude percolating: {exclude})"
+        );
+    }
+    let stats = want.stats();
+    assert_eq!(counts.wraps_x(), stats.wraps_x, "{what}: wraps_x");
+    assert_eq!(counts.wraps_y(), stats.wraps_y, "{what}: wraps_y");
+    assert_eq!(counts.wraps_both(), stats.wraps_both, "{what}: wraps_both");
+    assert_eq!(counts.spans_x(), stats.spans_x, "{what}: spans_x");
+    assert_eq!(counts.spans_y(), stats.spans_y, "{what}: spans_y");
+    assert_eq!(counts.largest(), stats.largest, "{what}: largest");
+}
+
+/// Loopback analysis with 2, 3 and 5 strips and uneven heights (strips of one row included),
+/// random lattices of many shapes and densities and lattices whose clusters cross every strip
+/// and wrap (a spiral, stripes both ways), every connectivity and boundary.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn analysis_loopback_equals_the_cpu() {
+    let mut r = rng(25);
+    let widths = [1usize, 2, 3, 31, 33, 64, 65, 100, 1023, 1025];
+    for c in CONNECTIVITIES {
+        for b in BOUNDARIES {
+            for (i, &w) in widths.iter().enumerate() {
+                let strips = [2usize, 3, 5][i % 3];
+                let h = strips + r.random_range(0..120);
+                let p = [0.2, 0.45, 0.5927, 0.7, 0.95][r.random_range(0..5)];
+                let lattice = random_lattice(h, w, p, &mut r);
+                let what = format!("{h}×{w} p={p} {strips} strips {c} {b} ");
+                let mut gpus = MultiGpuAnalyzer::loopback(0, strips, c, b).unwrap();
+                check_analysis(&mut gpus, lattice.view(), (c, b), &what);
+                let rows = uneven(h, 4, &mut r);
+                let mut gpus = MultiGpuAnalyzer::loopback(0, 1, c, b)
+                    .unwrap()
+                    .strip_rows(&rows);
+                check_analysis(
+                    &mut gpus,
+                    lattice.view(),
+                    (c, b),
+                    &format!("{what}rows {rows:?}"),
+                );
+            }
+            for (name, lattice) in [
+                ("spiral", spiral(97)),
+                ("horizontal stripes", stripes(64, 90, true)),
+                ("vertical stripes", stripes(64, 90, false)),
+                ("full", Array2::<u8>::ones((40, 50))),
+            ] {
+                for strips in [2usize, 7] {
+                    let what = format!("{name} {strips} strips {c} {b} ");
+                    let mut gpus = MultiGpuAnalyzer::loopback(0, strips, c, b).unwrap();
+                    check_analysis(&mut gpus, lattice.view(), (c, b), &what);
+                }
+            }
+        }
+    }
+}
+
+/// Analysis on every device when there are two or more (one strip each, then more strips than
+/// devices), and one lattice larger than the tests above.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn analysis_on_all_devices() {
+    let n = device_count().unwrap();
+    let mut r = rng(26);
+    for c in CONNECTIVITIES {
+        for b in BOUNDARIES {
+            let lattice = random_lattice(1500, 1700, 0.5927, &mut r);
+            let mut gpus = MultiGpuAnalyzer::all_devices(c, b).unwrap();
+            check_analysis(
+                &mut gpus,
+                lattice.view(),
+                (c, b),
+                &format!("{n} GPUs {c} {b}"),
+            );
+            let devices: Vec<usize> = gpus.layout().iter().map(|s| s.device).collect();
+            assert_eq!(devices, (0..n).collect::<Vec<_>>());
+            let mut gpus = MultiGpuAnalyzer::all_devices(c, b)
+                .unwrap()
+                .strips(2 * n + 1);
+            check_analysis(
+                &mut gpus,
+                lattice.view(),
+                (c, b),
+                &format!("{n} GPUs, {} strips {c} {b}", 2 * n + 1),
+            );
+        }
     }
 }

@@ -42,8 +42,12 @@ use std::sync::Arc;
 /// What the last queued run will give.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Pending {
-    Table { labels: bool },
+    Table {
+        labels: bool,
+    },
     Counts,
+    /// The open-boundary pieces and their edge sites, for a caller that joins them itself.
+    Pieces,
 }
 
 /// A GPU cluster-analysis plan (feature `cuda`): connectivity and boundary, with its device,
@@ -79,7 +83,7 @@ pub struct CudaAnalyzer {
 }
 
 /// Index of edge site `(y, x)` in `ana_border`'s output.
-fn edge_index((h, w): (usize, usize), (y, x): (usize, usize)) -> usize {
+pub(crate) fn edge_index((h, w): (usize, usize), (y, x): (usize, usize)) -> usize {
     if y == 0 {
         x
     } else if y == h - 1 {
@@ -342,6 +346,58 @@ impl CudaAnalyzer {
                 "nothing of that kind was queued on this analyzer".into(),
             )),
         }
+    }
+
+    /// Uploads a host lattice and queues its pieces with open boundaries (whatever this
+    /// analyzer's boundary) and the pieces of its edge sites; [`CudaAnalyzer::finish_pieces`]
+    /// collects them. The multi-GPU analyzer joins the strips' pieces this way.
+    ///
+    /// # Errors
+    /// As [`CudaAnalyzer::analyze`].
+    pub(crate) fn queue_pieces<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<()> {
+        self.upload(lattice, false)?;
+        let (h, w) = lattice.dim();
+        let job = self.dev.job::<T>(h, w)?;
+        let input = self.dev.input.ptr;
+        self.dev.queue(&job, input, 0, true, true, false)?;
+        self.pending = Some(Pending::Pieces);
+        Ok(())
+    }
+
+    /// Waits for [`CudaAnalyzer::queue_pieces`] and returns each piece's moments (piece `i + 1`
+    /// at index `i`, numbered in raster order of its first site) and the piece of every edge
+    /// site (0 = empty), in `ana_border`'s order: rows 0 and `h − 1`, then columns 0 and `w − 1`.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when no pieces were queued, [`Error::Cuda`] when the kernels
+    /// or the copies failed.
+    pub(crate) fn finish_pieces(&mut self) -> Result<(Vec<Moments>, Vec<u32>)> {
+        if self.pending.take() != Some(Pending::Pieces) {
+            return Err(Error::InvalidArgument(
+                "no pieces were queued on this analyzer".into(),
+            ));
+        }
+        let np = self.dev.count()?;
+        let p = self.dev.pieces(np, true)?;
+        let moments = (0..np)
+            .map(|i| {
+                Moments::from_parts(
+                    p.size[i],
+                    (p.x_min[i], p.x_max[i], p.y_min[i], p.y_max[i]),
+                    p.sx[i],
+                    p.sy[i],
+                    p.sxx[i],
+                    p.syy[i],
+                )
+            })
+            .collect();
+        let edges = self
+            .dev
+            .border()?
+            .chunks_exact(BORDER_WORDS)
+            .map(|e| e[0])
+            .collect();
+        Ok((moments, edges))
     }
 
     /// Waits for the analysis queued by [`CudaAnalyzer::queue_table`] and builds its table.

@@ -73,7 +73,9 @@ pub use crate::core::size_counts::{PercolatingCluster, SizeCounts};
 pub use analyzer::CudaAnalyzer;
 pub use cudarc;
 pub use labeler::CudaLabeler;
-pub use multi::{device_count, MultiGpuLabeler, StripInfo, StripTimings};
+pub use multi::{
+    device_count, AnalysisTimings, MultiGpuAnalyzer, MultiGpuLabeler, StripInfo, StripTimings,
+};
 pub(crate) use percolation_batch::PercolationBatch;
 pub use regions::CudaRegionGrower;
 pub use runtime::{

@@ -109,6 +109,25 @@ impl Moments {
         }
     }
 
+    /// The same sites moved `dy` rows down (a strip's pieces into the whole lattice's
+    /// coordinates); exact, as the sums are.
+    #[cfg(feature = "cuda")]
+    pub(crate) fn translated_y(&self, dy: u32) -> Moments {
+        if self.size == 0 || dy == 0 {
+            return *self;
+        }
+        let (n, d) = (u128::from(self.size), u128::from(dy));
+        let sy = u128::from(self.sy);
+        let mut m = *self;
+        m.sy = self.sy + u64::from(self.size) * u64::from(dy);
+        let syy = self.syy() + 2 * d * sy + n * d * d;
+        m.syy_lo = syy as u64;
+        m.syy_hi = (syy >> 64) as u32;
+        m.y_min = self.y_min + dy;
+        m.y_max = self.y_max + dy;
+        m
+    }
+
     /// `Σ x²`.
     pub(crate) fn sxx(&self) -> u128 {
         (u128::from(self.sxx_hi) << 64) | u128::from(self.sxx_lo)
@@ -210,5 +229,20 @@ mod tests {
         b.merge(&a);
         assert_eq!(b.sxx(), want);
         assert_eq!(std::mem::size_of::<Moments>(), 64);
+    }
+
+    #[cfg(feature = "cuda")]
+    #[test]
+    fn moments_translated_down_equal_the_runs_added_lower() {
+        let runs = [(0u32, 3u32, 9u32), (1, 0, 0), (4, 2, 30), (9, 5, 6)];
+        for dy in [0u32, 1, 17, 1 << 20, 3_000_000_000] {
+            let (mut local, mut global) = (Moments::EMPTY, Moments::EMPTY);
+            for &(y, x0, x1) in &runs {
+                local.add_run(y, x0, x1);
+                global.add_run(y + dy, x0, x1);
+            }
+            assert_eq!(local.translated_y(dy), global, "dy = {dy}");
+        }
+        assert_eq!(Moments::EMPTY.translated_y(5), Moments::EMPTY);
     }
 }

@@ -151,12 +151,32 @@ impl Joined {
         boundary: Boundary,
         link: impl Fn((usize, usize), (usize, usize), [i32; 2]) -> Option<(u32, u32)>,
     ) {
+        self.join_with_seams(h, w, npieces, connectivity, boundary, &[], link);
+    }
+
+    /// As [`Joined::join_by`], with `seams`: pairs of pieces joined inside the lattice, without
+    /// crossing a period (pieces labeled apart, such as the strips of a lattice on several GPUs,
+    /// that touch across the rows between them).
+    #[allow(clippy::too_many_arguments)]
+    pub(crate) fn join_with_seams(
+        &mut self,
+        h: usize,
+        w: usize,
+        npieces: usize,
+        connectivity: Connectivity,
+        boundary: Boundary,
+        seams: &[(u32, u32)],
+        link: impl Fn((usize, usize), (usize, usize), [i32; 2]) -> Option<(u32, u32)>,
+    ) {
         self.parent.clear();
         self.parent.extend(0..=npieces as u32);
         self.offset.clear();
         self.offset.resize(npieces + 1, [0, 0]);
         self.flags.clear();
         self.flags.resize(npieces + 1, 0);
+        for &(a, b) in seams {
+            self.link(a, b, [0, 0]);
+        }
         let (wy, wx) = (boundary.wraps_y(), boundary.wraps_x());
         if h > 0 && w > 0 && (wx || wy) {
             // A link equal to the one before adds nothing (the pieces are joined with that

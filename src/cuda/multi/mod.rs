@@ -1,14 +1,19 @@
 //! [`MultiGpuLabeler`]: one lattice labeled in horizontal strips on several GPUs of one host, or
-//! in several strips on one GPU (the loopback transport), with exactly one device's labels.
+//! in several strips on one GPU (the loopback transport), with exactly one device's labels; and
+//! [`MultiGpuAnalyzer`]: its cluster table and `n_s` the same way.
 //! Files: [`layout`] (the strips), [`strip`] (one strip on its device), [`seam`] (the host's
-//! union-find over the border rows), [`numbering`] (the values the strip kernels write).
+//! union-find over the border rows), [`numbering`] (the values the strip kernels write),
+//! [`analysis`] (the strips' pieces joined by winding).
 
+pub(crate) mod analysis;
 pub(crate) mod layout;
 pub(crate) mod numbering;
 pub(crate) mod seam;
 pub(crate) mod strip;
 #[cfg(test)]
 mod tests;
+
+pub use analysis::{AnalysisTimings, MultiGpuAnalyzer};
 
 use super::family::SiteType;
 use super::runtime::driver::{check_libraries, no_panic};
