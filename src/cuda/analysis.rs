@@ -13,6 +13,7 @@ use super::family::{Family, SiteType};
 use super::runtime::{cuda_err, kernel_args, DevBuf, Gpu};
 use super::Numbering;
 use crate::lattice::{Boundary, Connectivity};
+use crate::measure::moments::Moments;
 use crate::Algorithm;
 use crate::{Error, Result};
 use cudarc::driver::{result as dres, sys};
@@ -51,6 +52,20 @@ pub(crate) struct PieceArrays {
     pub sy: Vec<u64>,
     pub sxx: Vec<u64>,
     pub syy: Vec<u64>,
+}
+
+impl PieceArrays {
+    /// Piece `i + 1`'s moments (downloaded with `moments`).
+    pub(crate) fn moments(&self, i: usize) -> Moments {
+        Moments::from_parts(
+            self.size[i],
+            (self.x_min[i], self.x_max[i], self.y_min[i], self.y_max[i]),
+            self.sx[i],
+            self.sy[i],
+            self.sxx[i],
+            self.syy[i],
+        )
+    }
 }
 
 /// The engine plus the analysis buffers, grown only.

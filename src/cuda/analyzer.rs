@@ -379,18 +379,7 @@ impl CudaAnalyzer {
         }
         let np = self.dev.count()?;
         let p = self.dev.pieces(np, true)?;
-        let moments = (0..np)
-            .map(|i| {
-                Moments::from_parts(
-                    p.size[i],
-                    (p.x_min[i], p.x_max[i], p.y_min[i], p.y_max[i]),
-                    p.sx[i],
-                    p.sy[i],
-                    p.sxx[i],
-                    p.syy[i],
-                )
-            })
-            .collect();
+        let moments = (0..np).map(|i| p.moments(i)).collect();
         let edges = self
             .dev
             .border()?
@@ -424,16 +413,7 @@ impl CudaAnalyzer {
         }
         let np = self.dev.count()?;
         let p = self.dev.pieces(np, true)?;
-        let moments = |i: usize| {
-            Moments::from_parts(
-                p.size[i],
-                (p.x_min[i], p.x_max[i], p.y_min[i], p.y_max[i]),
-                p.sx[i],
-                p.sy[i],
-                p.sxx[i],
-                p.syy[i],
-            )
-        };
+        let moments = |i: usize| p.moments(i);
         let sums = std::mem::take(&mut self.sums);
         let table = if boundary != Boundary::Open {
             let b = self.dev.border()?;

@@ -2,7 +2,7 @@
 //! strips on several GPUs (or several strips on one GPU), identical to one device's and the CPU's.
 
 use super::layout::{self, Split, Strip};
-use super::{device_count, StripInfo};
+use super::{all_devices, check_devices, StripInfo};
 use crate::core::lattice::check_size;
 use crate::core::size_counts::{PercolatingCluster, SizeCounts};
 use crate::cuda::analyzer::{edge_index, CudaAnalyzer};
@@ -74,17 +74,7 @@ impl MultiGpuAnalyzer {
     /// [`Error::InvalidArgument`] for an empty list or a device the driver does not list,
     /// [`Error::CudaUnavailable`] when the driver or NVRTC is missing.
     pub fn new(devices: &[usize], connectivity: Connectivity, boundary: Boundary) -> Result<Self> {
-        if devices.is_empty() {
-            return Err(Error::InvalidArgument(
-                "multi-GPU analysis needs at least one device".into(),
-            ));
-        }
-        let count = device_count()?;
-        if let Some(&d) = devices.iter().find(|&&d| d >= count) {
-            return Err(Error::InvalidArgument(format!(
-                "CUDA device {d} asked for; this process sees {count}"
-            )));
-        }
+        check_devices(devices, "analysis")?;
         Ok(MultiGpuAnalyzer {
             devices: devices.to_vec(),
             connectivity,
@@ -102,11 +92,7 @@ impl MultiGpuAnalyzer {
     /// # Errors
     /// As [`MultiGpuAnalyzer::new`]; [`Error::CudaUnavailable`] when there is no device.
     pub fn all_devices(connectivity: Connectivity, boundary: Boundary) -> Result<Self> {
-        let n = device_count()?;
-        if n == 0 {
-            return Err(Error::CudaUnavailable("no CUDA device is present".into()));
-        }
-        Self::new(&(0..n).collect::<Vec<_>>(), connectivity, boundary)
+        Self::new(&all_devices()?, connectivity, boundary)
     }
 
     /// The loopback: `strips` strips, all on device `device`, joined exactly as strips on

@@ -40,6 +40,31 @@ pub fn device_count() -> Result<usize> {
     })
 }
 
+/// Checks a device list for multi-GPU `what`: not empty, every ordinal one the driver lists.
+fn check_devices(devices: &[usize], what: &str) -> Result<()> {
+    if devices.is_empty() {
+        return Err(Error::InvalidArgument(format!(
+            "multi-GPU {what} needs at least one device"
+        )));
+    }
+    let count = device_count()?;
+    if let Some(&d) = devices.iter().find(|&&d| d >= count) {
+        return Err(Error::InvalidArgument(format!(
+            "CUDA device {d} asked for; this process sees {count}"
+        )));
+    }
+    Ok(())
+}
+
+/// Every device the process sees, or [`Error::CudaUnavailable`] when there is none.
+fn all_devices() -> Result<Vec<usize>> {
+    let n = device_count()?;
+    if n == 0 {
+        return Err(Error::CudaUnavailable("no CUDA device is present".into()));
+    }
+    Ok((0..n).collect())
+}
+
 /// Where the time of the last [`MultiGpuLabeler::label`] went, in milliseconds.
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 pub struct StripTimings {
@@ -126,17 +151,7 @@ impl MultiGpuLabeler {
     /// [`Error::InvalidArgument`] for an empty list or a device the driver does not list,
     /// [`Error::CudaUnavailable`] when the driver or NVRTC is missing.
     pub fn new(devices: &[usize], connectivity: Connectivity, boundary: Boundary) -> Result<Self> {
-        if devices.is_empty() {
-            return Err(Error::InvalidArgument(
-                "multi-GPU labeling needs at least one device".into(),
-            ));
-        }
-        let count = device_count()?;
-        if let Some(&d) = devices.iter().find(|&&d| d >= count) {
-            return Err(Error::InvalidArgument(format!(
-                "CUDA device {d} asked for; this process sees {count}"
-            )));
-        }
+        check_devices(devices, "labeling")?;
         Ok(MultiGpuLabeler {
             devices: devices.to_vec(),
             connectivity,
@@ -156,11 +171,7 @@ impl MultiGpuLabeler {
     /// # Errors
     /// As [`MultiGpuLabeler::new`]; [`Error::CudaUnavailable`] when there is no device.
     pub fn all_devices(connectivity: Connectivity, boundary: Boundary) -> Result<Self> {
-        let n = device_count()?;
-        if n == 0 {
-            return Err(Error::CudaUnavailable("no CUDA device is present".into()));
-        }
-        Self::new(&(0..n).collect::<Vec<_>>(), connectivity, boundary)
+        Self::new(&all_devices()?, connectivity, boundary)
     }
 
     /// The loopback transport: `strips` strips, all on device `device`, joined exactly as
