@@ -31,9 +31,36 @@
 //! The lattice is read once; the labels are written by the tiles and then read and, where a
 //! component crosses a tile seam (raw) or everywhere (canonical), written again. The scratch is
 //! one bit per site (two for canonical numbering, plus a count per (row, tile column)).
+//!
+//! **64-bit labels** ([`LabelWidth::U64`], `LABEL64` in `bit_runs.cu`) label lattices of any
+//! size (beyond [`MAX_SITES`](crate::MAX_SITES)): the same passes with 64-bit site indices,
+//! label slots, `atomicMin`s, `FLAG` (bit 63), ranks and count; the tiles' shared-memory
+//! union-find, the root masks and the per-(row, tile column) counts stay 32-bit, so the scratch
+//! is the same (plus 4 bytes per 256 entries for the 64-bit chunk ranks, scanned by `br_scan`).
+//! The 32-bit build compiles to the same PTX as before the 64-bit one existed. Limits of the
+//! 64-bit build: fewer than 2^31 rows and columns, and at most 2^32 − 1 words of root mask
+//! (32 per row and tile column: about 1.4·10^11 sites), each a typed error.
+//!
+//! Bytes per site each pass moves (u8 lattice; `B` = 4 bytes per label in the 32-bit build, 8 in
+//! the 64-bit one; f = the fraction of occupied sites in components that cross a tile seam; masks
+//! are 1 bit a site):
+//!
+//! | pass | reads | writes | 32-bit | 64-bit |
+//! | --- | --- | --- | ---: | ---: |
+//! | `br_local` | 1 (lattice) | B (labels) + 1/8 (ER) [+ 1/8 RB, canonical] | 5.1 / 5.3 | 9.1 / 9.3 |
+//! | `br_merge` | seams only: ≈ (1 + B)·(1/32 + 1/1024) | roots linked | ≈ 0.2 | ≈ 0.3 |
+//! | `br_flatten` | 1/8 (ER) + a find per edge root | edge roots | ≈ 0.1 | ≈ 0.2 |
+//! | `br_count`, `br_publish`, `br_spread` (canonical) | 2/8 (RB twice) + 1/8 (ER) | B per root | ≈ 0.4 + B·roots | ≈ 0.4 + B·roots |
+//! | `br_final` | B (labels) + local roots (cached) | raw: B·f; canonical: B per occupied site | 4 + 4f / 4 + 4p | 8 + 8f / 8 + 8p |
+//!
+//! In all, about 9.5 + 4f bytes a site raw and 10 + 4p canonical in the 32-bit build, 17.5 + 8f
+//! and 18 + 8p in the 64-bit one (p the occupied fraction, roots ≈ 0.03–0.07 a site at p_c):
+//! `br_final` and the label stores of `br_local` double; the instruction-bound part of
+//! `br_local` (the tile's union-find) does not change.
 
 use super::canonical::Geo;
 use super::engine::{Buffers, FamilyScratch, Job};
+use super::family::LabelWidth;
 use super::runtime::{kernel_args, Gpu, Module};
 use super::Numbering;
 use crate::Result;
@@ -54,6 +81,18 @@ pub(crate) const KERNELS: &[&str] = &[
     "ana_records",
     "ana_border",
     "ana_hist",
+];
+
+/// The kernels of the 64-bit build (no cluster analysis; `br_scan` scans the 64-bit ranks).
+pub(crate) const KERNELS_64: &[&str] = &[
+    "br_local",
+    "br_merge",
+    "br_flatten",
+    "br_count",
+    "br_publish",
+    "br_spread",
+    "br_final",
+    "br_scan",
 ];
 
 /// Columns per tile (`TW` in `bit_runs.cu`).
@@ -140,7 +179,51 @@ pub(crate) fn scratch_words(job: &Job) -> usize {
     if job.numbering == Numbering::Raw {
         return 32 * entries;
     }
-    65 * entries + entries.div_ceil(COUNT_CHUNK).next_multiple_of(4)
+    chunk_word(job) + chunk_words(job)
+}
+
+/// Word offset of the chunk ranks in the scratch (canonical numbering): after the two masks and
+/// the counts, 8-byte aligned for 64-bit ranks.
+fn chunk_word(job: &Job) -> usize {
+    let entries = job.height * tiles(job).0;
+    let at = 65 * entries;
+    match job.labels {
+        LabelWidth::U32 => at,
+        LabelWidth::U64 => at.next_multiple_of(2),
+    }
+}
+
+/// Words of the chunk ranks: one label per chunk of [`COUNT_CHUNK`] entries.
+fn chunk_words(job: &Job) -> usize {
+    let chunks = (job.height * tiles(job).0).div_ceil(COUNT_CHUNK);
+    (chunks * job.labels.bytes() / 4).next_multiple_of(4)
+}
+
+/// Checks that a job of 64-bit labels fits the kernels' 32-bit grid and mask indices: fewer than
+/// 2^31 rows and columns (the lattice geometry and tile origins are 32-bit), fewer than 2^31
+/// tiles (the grid) and at most 2^32 − 1 root-mask words (32 per row and tile column).
+///
+/// # Errors
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the limit.
+pub(crate) fn check_wide(job: &Job) -> Result<()> {
+    const SIDE: usize = 1 << 31;
+    let (h, w) = (job.height, job.width);
+    let (tx, ty) = tiles(job);
+    let words = h.checked_mul(tx).and_then(|e| e.checked_mul(32));
+    let fits = h < SIDE
+        && w < SIDE
+        && tx * ty < SIDE
+        && words.is_some_and(|words| words <= u32::MAX as usize);
+    if fits {
+        Ok(())
+    } else {
+        Err(crate::Error::InvalidArgument(format!(
+            "a {h}×{w} lattice is beyond the GPU's 64-bit labeling: it takes fewer than 2^31 \
+             rows and columns and at most 2^32 − 1 words of root mask (32 per row and \
+             1024-column tile, here {})",
+            words.map_or("more than 2^64".to_string(), |w| w.to_string())
+        )))
+    }
 }
 
 /// Thread blocks of the elementwise `br_final`: a few waves of a large GPU, grid-stride beyond.
@@ -197,6 +280,7 @@ pub(crate) fn final_pass(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) 
     let (labels, count) = (bufs.labels, bufs.count);
     let sites = job.sites() as u64;
     let canon = u32::from(job.numbering == Numbering::Canonical);
+    // (16-byte vectors in both builds: 4 u32 or 2 u64 labels.)
     let final_vec = u32::from(labels % 16 == 0);
     let final_blocks = (job.sites().div_ceil(4 * 256)).clamp(1, FINAL_BLOCKS) as u32;
     // SAFETY: `labels` holds the job's sites and `count` one word (Engine::prepare).
@@ -224,9 +308,11 @@ fn queue(
     let (tx, ty) = (tiles_x as u32, tiles_y as u32);
     let (input, labels, count) = (bufs.input, bufs.labels, bufs.count);
     let (wrap_x, wrap_y) = (job.boundary.wraps_x() as u32, job.boundary.wraps_y() as u32);
-    // Bit 0: 16-byte loads of u8 rows; bit 1: 16-byte stores of label rows.
+    // Bit 0: 16-byte loads of u8 rows; bit 1: 16-byte stores of label rows (4 u32 or 2 u64
+    // labels, so rows must start at a multiple of that many labels).
+    let per_store = 16 / job.labels.bytes();
     let vec = u32::from(job.site.size() == 1 && input % 16 == 0 && job.width % 16 == 0)
-        | (u32::from(labels % 16 == 0 && job.width % 4 == 0) << 1);
+        | (u32::from(labels % 16 == 0 && job.width % per_store == 0) << 1);
     let smem = shared_bytes(job.segments) as u32;
     let canonical = job.numbering == Numbering::Canonical;
     let entries = job.height * tiles_x;
@@ -237,7 +323,7 @@ fn queue(
     let (mask, counts, chunk_counts) = if canonical {
         let mask = edge_roots + (32 * entries * 4) as u64;
         let counts = mask + (32 * entries * 4) as u64;
-        (mask, counts, counts + (entries * 4) as u64)
+        (mask, counts, edge_roots + (chunk_word(job) * 4) as u64)
     } else {
         (0, 0, 0)
     };
@@ -293,8 +379,12 @@ fn queue(
                 (256, 1, 1),
                 &mut kernel_args![mask, entries, counts, chunk_counts],
             )?;
+            let scan = match job.labels {
+                LabelWidth::U32 => "canon_scan",
+                LabelWidth::U64 => "br_scan",
+            };
             gpu.launch(
-                module.func("canon_scan"),
+                module.func(scan),
                 (1, 1, 1),
                 (1024, 1, 1),
                 &mut kernel_args![chunk_counts, chunks, count],
@@ -312,7 +402,7 @@ fn queue(
                 &mut kernel_args![labels, geo, edge_roots, tx, entries],
             )?;
         } else {
-            gpu.memset_zero(count, 4)?;
+            gpu.memset_zero(count, job.labels.bytes())?;
         }
     }
     Ok(())
@@ -334,6 +424,7 @@ mod tests {
             segments: false,
             family: Family::BitRuns,
             numbering: Numbering::Canonical,
+            labels: LabelWidth::U32,
         }
     }
 
@@ -350,6 +441,52 @@ mod tests {
         assert!(ada >= ANA_MIN_SLOTS as u32 && ana_shared_bytes(ada) <= 99 * 1024);
         assert_eq!(ana_slots(shared_bytes(false)), None);
         assert_eq!(ana_slots(64 * 1024), None);
+    }
+
+    /// The 64-bit build takes 70000² and refuses what its 32-bit grid and mask indices cannot
+    /// address, with a typed error; the 32-bit scratch layout is what it was, and the 64-bit
+    /// chunk ranks are 8-byte aligned, two words each.
+    #[test]
+    fn wide_limits_and_scratch() {
+        let wide = |h, w| Job {
+            labels: LabelWidth::U64,
+            ..job(h, w)
+        };
+        assert!(check_wide(&wide(70000, 70000)).is_ok());
+        assert!(check_wide(&wide(1, (1 << 31) - 1)).is_ok());
+        for (h, w) in [
+            (1, 1 << 31),
+            (1 << 31, 1),
+            ((1 << 27) + 1, 1024),
+            (usize::MAX, 2),
+        ] {
+            match check_wide(&wide(h, w)) {
+                Err(crate::Error::InvalidArgument(m)) => assert!(m.contains("2^31"), "{m}"),
+                other => panic!("{h}×{w}: {other:?}"),
+            }
+        }
+        assert!(check_wide(&wide((1 << 27) - 1, 1024)).is_ok());
+        for (h, w) in [(1, 1), (3, 1025), (33, 70000), (70000, 70000)] {
+            let (narrow, wide) = (job(h, w), wide(h, w));
+            let entries = h * w.div_ceil(TILE_W);
+            let chunks = entries.div_ceil(COUNT_CHUNK);
+            assert_eq!(
+                scratch_words(&narrow),
+                65 * entries + chunks.next_multiple_of(4)
+            );
+            assert_eq!(chunk_word(&narrow), 65 * entries);
+            assert_eq!(chunk_word(&wide) % 2, 0);
+            assert!(chunk_word(&wide) >= 65 * entries);
+            assert_eq!(
+                scratch_words(&wide),
+                chunk_word(&wide) + (2 * chunks).next_multiple_of(4)
+            );
+            let raw = Job {
+                numbering: Numbering::Raw,
+                ..wide
+            };
+            assert_eq!(scratch_words(&raw), 32 * entries);
+        }
     }
 
     /// Every tile row holds at most ceil(columns / 2) runs, each at most one component.
