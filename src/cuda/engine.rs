@@ -13,7 +13,8 @@ use crate::Algorithm;
 use crate::{Error, Result};
 use cudarc::driver::{result as dres, sys};
 
-/// Canonical labels flag roots with bit 31, so they need fewer than 2^31 sites.
+/// Canonical 32-bit labels flag roots with bit 31, so they need fewer than 2^31 sites (64-bit
+/// ones flag them with bit 63).
 pub(crate) const MAX_CANONICAL_SITES: usize = (1 << 31) - 1;
 
 /// Words at the start of the scratch buffer: `[0]` the cluster count, `[8..14]` label
@@ -201,8 +202,9 @@ impl Engine {
         crate::lattice::check_size(job.height, job.width)?;
         if job.numbering == Numbering::Canonical && n > MAX_CANONICAL_SITES {
             return Err(Error::InvalidArgument(format!(
-                "canonical GPU labels need fewer than 2^31 sites (this lattice has {n}); \
-                 use Numbering::Raw or the CPU backend"
+                "canonical 32-bit GPU labels need fewer than 2^31 sites (this lattice has {n}); \
+                 use 64-bit labels (CudaLabeler::label_device64), Numbering::Raw or the CPU \
+                 backend"
             )));
         }
         Ok(())
