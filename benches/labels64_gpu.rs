@@ -78,12 +78,12 @@ fn lattice(h: usize, w: usize, p: f64, seed: u64) -> Vec<u8> {
 }
 
 /// Bytes a site the passes move at least (`src/cuda/bit_runs.rs`): raw 1.25 + 2B, canonical
-/// 1.625 + (2 + p)B, with B bytes a label (seam merges, edge components' rewrites and the
+/// 1.75 + (2 + p)B, with B bytes a label (seam merges, edge components' rewrites and the
 /// roots' ranks not counted).
 fn model_bytes(numbering: Numbering, label_bytes: f64) -> f64 {
     match numbering {
         Numbering::Raw => 1.25 + 2.0 * label_bytes,
-        Numbering::Canonical => 1.625 + (2.0 + P_C) * label_bytes,
+        Numbering::Canonical => 1.75 + (2.0 + P_C) * label_bytes,
     }
 }
 

@@ -53,8 +53,9 @@
 //! | `br_count`, `br_publish`, `br_spread` (canonical) | 2/8 (RB twice) + 1/8 (ER) | B per root | ≈ 0.4 + B·roots | ≈ 0.4 + B·roots |
 //! | `br_final` | B (labels) + local roots (cached) | raw: B·f; canonical: B per occupied site | 4 + 4f / 4 + 4p | 8 + 8f / 8 + 8p |
 //!
-//! In all, about 9.5 + 4f bytes a site raw and 10 + 4p canonical in the 32-bit build, 17.5 + 8f
-//! and 18 + 8p in the 64-bit one (p the occupied fraction, roots ≈ 0.03–0.07 a site at p_c):
+//! In all, at least 9.25 + 4f bytes a site raw and 9.75 + 4p canonical in the 32-bit build,
+//! 17.25 + 8f and 17.75 + 8p in the 64-bit one, plus the seams' few tenths (p the occupied
+//! fraction; roots, ≈ 0.03–0.07 a site at p_c, not counted):
 //! `br_final` and the label stores of `br_local` double; the instruction-bound part of
 //! `br_local` (the tile's union-find) does not change.
 
