@@ -77,13 +77,16 @@ fn lattice(h: usize, w: usize, p: f64, seed: u64) -> Vec<u8> {
     v
 }
 
-/// Bytes a site the passes move at least (`src/cuda/bit_runs.rs`): raw 1.25 + 2B, canonical
-/// 1.75 + (2 + p)B, with B bytes a label (seam merges, edge components' rewrites and the
-/// roots' ranks not counted).
-fn model_bytes(numbering: Numbering, label_bytes: f64) -> f64 {
-    match numbering {
-        Numbering::Raw => 1.25 + 2.0 * label_bytes,
-        Numbering::Canonical => 1.75 + (2.0 + P_C) * label_bytes,
+/// Bytes a site the passes move at least (`src/cuda/bit_runs.rs`): 32-bit raw 1.25 + 8,
+/// canonical 1.75 + 4(2 + p); 64-bit raw 13.25, canonical 13.75 (the tile pass writes a 2-byte
+/// local root a site, the last pass reads it and writes the 8-byte label). Seam merges, the
+/// roots' slots and edge components' rewrites are not counted.
+fn model_bytes(numbering: Numbering, bits: u32) -> f64 {
+    match (numbering, bits) {
+        (Numbering::Raw, 32) => 9.25,
+        (Numbering::Canonical, 32) => 1.75 + 4.0 * (2.0 + P_C),
+        (Numbering::Raw, _) => 13.25,
+        (Numbering::Canonical, _) => 13.75,
     }
 }
 
@@ -182,8 +185,7 @@ fn bench_shape(
                 drop(gpu);
                 drop(input);
                 stream.synchronize()?;
-                let label_bytes = f64::from(bits / 8);
-                let bytes_per_site = model_bytes(numbering, label_bytes);
+                let bytes_per_site = model_bytes(numbering, bits);
                 let sites_per_s = n as f64 / (median_ms * 1e-3);
                 let tb_s = bytes_per_site * sites_per_s / 1e12;
                 let ratio = if bits == 64 {

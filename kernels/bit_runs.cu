@@ -41,12 +41,14 @@
 //
 // Label width. LABEL64 = 0 (the default) is the 32-bit build, whose code is what it always was
 // (label_t = idx_t = u32, LFLAG = FLAG). LABEL64 = 1 labels lattices of any size into 64-bit
-// labels: site indices, the label array (which is the global forest), its FLAG bit (63), the
-// ranks and the count are 64-bit; the tile's shared-memory union-find, the masks and the counts
-// per (row, tile column) stay 32-bit. In that build br_local keeps each node's local root as its
-// tile position + 1 in shared memory and widens it to a site index while writing, 64 columns per
-// warp store; br_scan scans the chunks' 64-bit totals (canon_scan is 32-bit). The cluster
-// analysis (br_local_ana, analysis.cu) is 32-bit only.
+// labels: site indices, the label array (the global forest), its FLAG bit (63), the ranks and the
+// count are 64-bit; the tile's shared-memory union-find, the masks and the counts per (row, tile
+// column) stay 32-bit. To move fewer bytes, that build's br_local writes each site's local root
+// as its position in the tile + 1 into LL (a u16 a site, in the scratch) and into L only the local
+// roots' own slots (r + 1): br_merge finds seam sites' local roots in LL, br_flatten and the
+// ranking touch local roots' slots only, and br_final reads LL and the local root's slot and
+// writes every label once. br_scan scans the chunks' 64-bit ranks (canon_scan is 32-bit). The
+// cluster analysis (br_local_ana, analysis.cu) is 32-bit only.
 #pragma once
 #include "common.cuh"
 
@@ -61,6 +63,17 @@ typedef u64 idx_t;
 typedef u32 label_t;
 typedef u32 idx_t;
 #define LFLAG FLAG
+#endif
+
+// The 64-bit build's per-site local roots (LL, u16: the root's position in the site's tile + 1,
+// 0 = empty), an extra parameter of br_local, br_merge and br_final.
+#if LABEL64
+typedef unsigned short u16;
+#define LL_PARAM , u16* __restrict__ LL
+#define LL_ARG , LL
+#else
+#define LL_PARAM
+#define LL_ARG
 #endif
 
 #if LABEL64
@@ -505,7 +518,8 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
 // 32 words per row and tile column); RB: canonical numbering's mask of the interior roots, or null
 // (raw numbering). ANA (br_local_ana): also the records, with OFF_ACC + ACC_FIELDS * slots words.
 template <bool ANA>
-__device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, label_t* L, const Geo& g,
+__device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, label_t* L LL_PARAM,
+                                              const Geo& g,
                                               u32 tiles_x, u32 vec, u32* RB, u32* ER,
                                               const BrRec& rec) {
     extern __shared__ u32 sm[];
@@ -541,7 +555,7 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
 
     // Each entry becomes its node's label, local root + 1: non-roots first (reading their
     // roots' own fields, which stay until the roots' turn), then the roots. (64-bit labels: the
-    // local root's tile position + 1, widened to its site index + 1 when written.)
+    // local root's tile position + 1, which LL keeps; L gets only the local roots' slots.)
     for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
 #if LABEL64
         if (!((mine >> k) & 1u)) ent[n] = (ent[e_par(ent[n])] & OWN_MASK) + 1;
@@ -560,6 +574,12 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
             atomicOr(sm + ((e & EDGE) ? OFF_EMASK : OFF_RMASK) + row * TWW + (col >> 5),
                      1u << (col & 31));
 #if LABEL64
+        {
+            // The local root's slot, the only one of its component the passes before br_final
+            // read (every site's local root is in LL).
+            const u64 k = node_key(ent, g, t, n);
+            L[k] = k + 1;
+        }
         ent[n] = (e & OWN_MASK) + 1;
 #else
         ent[n] = node_key(ent, g, t, n) + 1;
@@ -576,10 +596,10 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     }
 
 #if LABEL64
-    // Every site once, coalesced: lane k writes columns 2k, 2k + 1 of each 64-column chunk (one
-    // 16-byte store), whose word (k / 16 of the chunk's two) comes from its lane by shuffle. An
-    // entry e is the local root's tile position + 1: its label is the root's site index + 1.
-    const u32 b0 = (lane & 15u) * 2u;
+    // Every site's local root into LL, coalesced: lane k writes columns 4k..4k+3 of each
+    // 128-column chunk (8 bytes), whose word (k / 8 of the chunk's four) comes from its lane by
+    // shuffle.
+    const u32 b0 = (lane & 7u) * 4u;
     const u32 below = b0 ? le_mask(b0 - 1) : 0u;
 #pragma unroll
     for (u32 j = 0; j < RPW; j++) {
@@ -588,27 +608,25 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
         const u32 occ_l = plane(sm, P_OCC, r)[lane];
         const u32 rs_l = occ_l & ~plane(sm, P_JL, r)[lane];
         const u32 nb_l = rowbase[r] + excl_pl[r * TWW + lane];
-        const u64 row0 = (u64)t.y0 * g.w + t.x0;
-        u64* out = L + row0 + (u64)r * g.w;
-        for (u32 c0 = 0; c0 < t.cols; c0 += 64u) {
-            const u32 src = (c0 >> 5) + (lane >> 4);
+        u16* out = LL + (u64)(t.y0 + r) * g.w + t.x0;
+        for (u32 c0 = 0; c0 < t.cols; c0 += 128u) {
+            const u32 src = (c0 >> 5) + (lane >> 3);
             const u32 occ = __shfl_sync(FULL, occ_l, src);
             const u32 rs = __shfl_sync(FULL, rs_l, src);
             u32 n = __shfl_sync(FULL, nb_l, src) + __popc(rs & below);
-            u64 v[2];
+            u32 v[4];
 #pragma unroll
-            for (u32 q = 0; q < 2; q++) {
+            for (u32 q = 0; q < 4; q++) {
                 n += (rs >> (b0 + q)) & 1u;
-                const u32 e = ((occ >> (b0 + q)) & 1u) ? ent[n - 1] : 0u;
-                v[q] = e ? row0 + (u64)((e - 1) >> 10) * g.w + ((e - 1) & 1023u) + 1 : 0ull;
+                v[q] = ((occ >> (b0 + q)) & 1u) ? ent[n - 1] : 0u;
             }
-            const u32 c = c0 + 2u * lane;
-            if ((vec & 2u) && c0 + 64u <= t.cols) {
-                *reinterpret_cast<ulonglong2*>(out + c) = make_ulonglong2(v[0], v[1]);
+            const u32 c = c0 + 4u * lane;
+            if ((vec & 2u) && c0 + 128u <= t.cols) {
+                *reinterpret_cast<uint2*>(out + c) = make_uint2(v[0] | v[1] << 16, v[2] | v[3] << 16);
             } else {
 #pragma unroll
-                for (u32 q = 0; q < 2; q++)
-                    if (c + q < t.cols) out[c + q] = v[q];
+                for (u32 q = 0; q < 4; q++)
+                    if (c + q < t.cols) out[c + q] = (u16)v[q];
             }
         }
     }
@@ -651,8 +669,9 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
 }
 
 extern "C" __global__ void __launch_bounds__(BR_THREADS, 2)
-br_local(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 vec, u32* RB, u32* ER) {
-    br_local_body<false>(in, L, g, tiles_x, vec, RB, ER, BrRec{});
+br_local(const site_t* __restrict__ in, label_t* L LL_PARAM, Geo g, u32 tiles_x, u32 vec, u32* RB,
+         u32* ER) {
+    br_local_body<false>(in, L LL_ARG, g, tiles_x, vec, RB, ER, BrRec{});
 }
 
 #if !LABEL64
@@ -665,6 +684,84 @@ br_local_ana(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 vec,
 }
 #endif
 
+#if LABEL64
+// Local root + 1 of site (y, x) from LL (0 when empty): the root's position in the site's tile.
+__device__ __forceinline__ u64 lr1(const u16* __restrict__ LL, const Geo& g, u32 y, u32 x) {
+    const u32 c = LL[(u64)y * g.w + x];
+    if (c == 0) return 0ull;
+    return (u64)((y & ~(TH - 1u)) + ((c - 1) >> 10)) * g.w + (x & ~(TW - 1u)) + ((c - 1) & 1023u) +
+           1;
+}
+
+// Unites the global sets of an edge site's local root (ls - 1; the site holds cs) and that of
+// site (y, x) when the two sites are joined.
+__device__ __forceinline__ void br_join(const site_t* __restrict__ in, u64* L,
+                                        const u16* __restrict__ LL, const Geo& g, site_t cs,
+                                        u64 ls, u32 y, u32 x) {
+    if (joined_values(cs, in[(u64)y * g.w + x])) unite(L, g, ls - 1, lr1(LL, g, y, x) - 1);
+}
+
+// The 32-bit br_merge below with local roots read from LL (the 64-bit L holds only the local
+// roots' slots).
+__device__ __forceinline__ void seam_lines(u32 j, u32 tiles, u32 span, u32 n, u32* before,
+                                           u32* after) {
+    *after = j + 1 < tiles ? (j + 1) * span : 0u;
+    *before = j + 1 < tiles ? *after - 1 : n - 1;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+br_merge(const site_t* __restrict__ in, u64* L, const u16* __restrict__ LL, Geo g, u32 tiles_x,
+         u32 tiles_y, u32 wrap_x, u32 wrap_y, u32 mode) {
+    if (mode == 0) {
+        const u32 x = blockIdx.x * blockDim.x + threadIdx.x;
+        if (x >= g.w) return;
+        const u32 seams = tiles_y - 1 + wrap_y;
+        for (u32 j = blockIdx.y; j < seams; j += gridDim.y) {
+            u32 yt, yb;
+            seam_lines(j, tiles_y, TH, g.h, &yt, &yb);
+            const u64 b = (u64)yb * g.w + x, t = (u64)yt * g.w + x;
+            const site_t cb = in[b];
+            if (!cb) continue;
+            const u64 lb = lr1(LL, g, yb, x);
+            const site_t ct = in[t];
+            const bool vert = joined_values(cb, ct);
+            const u64 lt = vert ? lr1(LL, g, yt, x) : 0ull;
+            if (vert) {
+                // The same pair of local components as at x - 1: already united there.
+                const bool dup = x > 0 && joined_values(in[b - 1], in[t - 1]) &&
+                                 lr1(LL, g, yb, x - 1) == lb && lr1(LL, g, yt, x - 1) == lt;
+                if (!dup) unite(L, g, lb - 1, lt - 1);
+            }
+#if CONN8
+            if (x > 0 || wrap_x) {
+                const u32 ox = x > 0 ? x - 1 : g.w - 1;
+                if (!(vert && lr1(LL, g, yt, ox) == lt)) br_join(in, L, LL, g, cb, lb, yt, ox);
+            }
+            if (x + 1 < g.w || wrap_x) {
+                const u32 ox = x + 1 < g.w ? x + 1 : 0u;
+                if (!(vert && lr1(LL, g, yt, ox) == lt)) br_join(in, L, LL, g, cb, lb, yt, ox);
+            }
+#endif
+        }
+    } else {
+        const u32 y = blockIdx.x * blockDim.x + threadIdx.x;
+        if (y >= g.h) return;
+        const u32 seams = tiles_x - 1 + wrap_x;
+        for (u32 j = blockIdx.y; j < seams; j += gridDim.y) {
+            u32 xl, xr;
+            seam_lines(j, tiles_x, TW, g.w, &xl, &xr);
+            const site_t cs = in[(u64)y * g.w + xr];
+            if (!cs) continue;
+            const u64 ls = lr1(LL, g, y, xr);
+            br_join(in, L, LL, g, cs, ls, y, xl);
+#if CONN8
+            if (y > 0 || wrap_y) br_join(in, L, LL, g, cs, ls, y > 0 ? y - 1 : g.h - 1, xl);
+            if (y + 1 < g.h || wrap_y) br_join(in, L, LL, g, cs, ls, y + 1 < g.h ? y + 1 : 0u, xl);
+#endif
+        }
+    }
+}
+#else
 // Unites the global sets of two edge sites' local roots when the sites are joined.
 __device__ __forceinline__ void br_join(const site_t* __restrict__ in, label_t* L, const Geo& g,
                                         site_t cs, label_t ls, idx_t o) {
@@ -738,6 +835,7 @@ br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tile
         }
     }
 }
+#endif
 
 // The root of site k in L without stores (canonical flags are not set yet).
 __device__ __forceinline__ idx_t br_root(const label_t* L, idx_t k) {
@@ -848,6 +946,55 @@ br_spread(label_t* L, Geo g, const u32* __restrict__ ER, u32 tiles_x, u32 entrie
     }
 }
 
+#if LABEL64
+// The last pass, 64-bit: every site's label from its local root's slot (LL gives the root), written
+// whole (L held only the local roots' slots). Raw: the slot holds its global root + 1 (after
+// br_flatten), and the global roots are counted into *count. Canonical: FLAG | rank, or rank + 1
+// once the root's own site is written here (both give rank + 1). Grid: (ceil(w / 512),
+// min(h, 65535)) CTAs of 256, two sites a thread, rows grid-strided; vec: w even and LL, L 16-byte
+// aligned (4-byte loads of LL, 16-byte stores of L).
+__device__ __forceinline__ u64 br_final_one(const u64* L, u64 tile, u32 w, u64 s, u32 c,
+                                            u32 canonical, u32* roots) {
+    if (c == 0) return 0ull;
+    const u64 r = tile + (u64)((c - 1) >> 10) * w + ((c - 1) & 1023u);
+    const u64 u = L[r];
+    if (canonical) return (u & LFLAG) ? (u & ~LFLAG) + 1 : u;
+    *roots += r == s && u == s + 1;
+    return u;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+br_final(u64* L, const u16* __restrict__ LL, Geo g, u32 canonical, u32 vec, u64* count) {
+    const u32 x = blockIdx.x * 512u + 2u * threadIdx.x;
+    u32 roots = 0;
+    if (x < g.w) {
+        const bool two = x + 1 < g.w; // x is even: x and x + 1 share a tile column
+        const u32 tx0 = x & ~(TW - 1u);
+        for (u32 y = blockIdx.y; y < g.h; y += gridDim.y) {
+            const u64 s = (u64)y * g.w + x;
+            const u64 tile = (u64)(y & ~(TH - 1u)) * g.w + tx0;
+            u32 c0, c1;
+            if (vec && two) {
+                const u32 p = *reinterpret_cast<const u32*>(LL + s);
+                c0 = p & 0xffffu;
+                c1 = p >> 16;
+            } else {
+                c0 = LL[s];
+                c1 = two ? (u32)LL[s + 1] : 0u;
+            }
+            const u64 o0 = br_final_one(L, tile, g.w, s, c0, canonical, &roots);
+            const u64 o1 = two ? br_final_one(L, tile, g.w, s + 1, c1, canonical, &roots) : 0ull;
+            if (vec && two) {
+                *reinterpret_cast<ulonglong2*>(L + s) = make_ulonglong2(o0, o1);
+            } else {
+                L[s] = o0;
+                if (two) L[s + 1] = o1;
+            }
+        }
+    }
+    if (!canonical) warp_add(count, roots);
+}
+#else
 // The last pass, elementwise over the n sites of L (grid-stride, 4 sites a thread where `vec`).
 // Raw (canonical = 0): a site whose local root r holds another root's R + 1 takes it; sites whose
 // local root is global keep their label (local roots' slots are never written here), and the
@@ -871,22 +1018,6 @@ br_final(label_t* L, u64 n, u32 canonical, u32 vec, label_t* count) {
     const u64 stride = (u64)gridDim.x * blockDim.x;
     const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     u32 roots = 0;
-#if LABEL64
-    // Two sites a thread (16-byte loads and stores) where `vec`.
-    const u64 n2 = vec ? n / 2 : 0;
-    for (u64 i = first; i < n2; i += stride) {
-        const ulonglong2 v = reinterpret_cast<const ulonglong2*>(L)[i];
-        const u64 s = i * 2;
-        const ulonglong2 o = make_ulonglong2(br_final_one(L, s, v.x, canonical, &roots),
-                                             br_final_one(L, s + 1, v.y, canonical, &roots));
-        if (o.x != v.x || o.y != v.y) reinterpret_cast<ulonglong2*>(L)[i] = o;
-    }
-    for (u64 i = n2 * 2 + first; i < n; i += stride) {
-        const u64 v = L[i];
-        const u64 o = br_final_one(L, i, v, canonical, &roots);
-        if (o != v) L[i] = o;
-    }
-#else
     const u64 n4 = vec ? n / 4 : 0;
     for (u64 i = first; i < n4; i += stride) {
         const uint4 v = reinterpret_cast<const uint4*>(L)[i];
@@ -903,9 +1034,9 @@ br_final(label_t* L, u64 n, u32 canonical, u32 vec, label_t* count) {
         const u32 o = br_final_one(L, (u32)i, v, canonical, &roots);
         if (o != v) L[i] = o;
     }
-#endif
     if (!canonical) warp_add(count, roots);
 }
+#endif
 
 #if LABEL64
 // Exclusive scan of the chunks' root counts (64-bit) in place and the total into *total_out:

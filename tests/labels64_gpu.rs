@@ -12,7 +12,7 @@
 //!
 //! Every test needs a GPU and is `#[ignore = "needs a CUDA device"]`. Run them on the GPU machine
 //! with `cargo test --release --test labels64_gpu -- --ignored --test-threads=1` (one at a time:
-//! the 70000² test holds 45 GB of the device and 44 GB of host memory; libnvrtc on
+//! the 70000² test holds 55 GB of the device and 44 GB of host memory; libnvrtc on
 //! LD_LIBRARY_PATH). `CLUSTERLAB_BIG_SHAPE=HxW` (e.g. `65536x65600`) labels another size there.
 
 #![cfg(feature = "cuda")]
@@ -435,8 +435,9 @@ fn band_oracle_small() {
 /// 70000 × 70000 sites (4.9·10^9 > 2^32) on one GPU against the band oracle: device-resident in
 /// both numberings and connectivities (a boundary each: 4 labelings, the labels compared band by
 /// band as they come down, no host copy of all of them), then once through the host path (whose
-/// labels the host holds: 39 GB). Device memory: 4.9 GB lattice + 39.2 GB labels + 1.2 GB
-/// scratch; host: 4.9 GB lattice + 39.2 GB labels (the host path) + a band.
+/// labels the host holds: 39 GB). Device memory: 4.9 GB lattice + 39.2 GB labels + 11.1 GB
+/// scratch (9.8 GB of it the 2-byte local roots); host: 4.9 GB lattice + 39.2 GB labels (the host
+/// path) + a band.
 #[test]
 #[ignore = "needs a CUDA device"]
 fn band_oracle_70000_squared() {

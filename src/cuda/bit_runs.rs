@@ -33,31 +33,34 @@
 //! one bit per site (two for canonical numbering, plus a count per (row, tile column)).
 //!
 //! **64-bit labels** ([`LabelWidth::U64`], `LABEL64` in `bit_runs.cu`) label lattices of any
-//! size (beyond [`MAX_SITES`](crate::MAX_SITES)): the same passes with 64-bit site indices,
-//! label slots, `atomicMin`s, `FLAG` (bit 63), ranks and count; the tiles' shared-memory
-//! union-find, the root masks and the per-(row, tile column) counts stay 32-bit, so the scratch
-//! is the same (plus 4 bytes per 256 entries for the 64-bit chunk ranks, scanned by `br_scan`).
-//! The 32-bit build compiles to the same PTX as before the 64-bit one existed. Limits of the
-//! 64-bit build: fewer than 2^31 rows and columns, and at most 2^32 − 1 words of root mask
-//! (32 per row and tile column: about 1.4·10^11 sites), each a typed error.
+//! size (beyond [`MAX_SITES`](crate::MAX_SITES)) with 64-bit site indices, label slots,
+//! `atomicMin`s, `FLAG` (bit 63), ranks (`br_scan` scans the 64-bit chunk ranks) and count; the
+//! tiles' shared-memory union-find, the root masks and the per-(row, tile column) counts stay
+//! 32-bit. One change of plan saves bytes: the tile pass does not write every site's label
+//! (8 bytes) but its local root's position in the tile + 1 as a `u16` (`LL`, 2 bytes a site, in
+//! the scratch), and into the label array only each local root's own slot (`r + 1`). The
+//! forest's passes (`br_merge`, `br_flatten`, ranking) read and write local roots' slots only, so
+//! they run as before, with `br_merge` finding a seam site's local root from `LL`; the last pass
+//! reads `LL` and the local root's slot and writes every site's 8-byte label once. The 32-bit
+//! build compiles to the same PTX as before the 64-bit one existed. Limits of the 64-bit build:
+//! fewer than 2^31 rows and columns, and at most 2^32 − 1 words of root mask (32 per row and tile
+//! column: about 1.4·10^11 sites), each a typed error.
 //!
-//! Bytes per site each pass moves (u8 lattice; `B` = 4 bytes per label in the 32-bit build, 8 in
-//! the 64-bit one; f = the fraction of occupied sites in components that cross a tile seam; masks
-//! are 1 bit a site):
+//! Bytes per site each pass moves (u8 lattice; f = the fraction of occupied sites in components
+//! that cross a tile seam, p the occupied fraction; masks are 1 bit a site; roots, ≈ 0.03–0.07 a
+//! site at p_c, cost a scattered slot each, not counted):
 //!
-//! | pass | reads | writes | 32-bit | 64-bit |
-//! | --- | --- | --- | ---: | ---: |
-//! | `br_local` | 1 (lattice) | B (labels) + 1/8 (ER) [+ 1/8 RB, canonical] | 5.1 / 5.3 | 9.1 / 9.3 |
-//! | `br_merge` | seams only: ≈ (1 + B)·(1/32 + 1/1024) | roots linked | ≈ 0.2 | ≈ 0.3 |
-//! | `br_flatten` | 1/8 (ER) + a find per edge root | edge roots | ≈ 0.1 | ≈ 0.2 |
-//! | `br_count`, `br_publish`, `br_spread` (canonical) | 2/8 (RB twice) + 1/8 (ER) | B per root | ≈ 0.4 + B·roots | ≈ 0.4 + B·roots |
-//! | `br_final` | B (labels) + local roots (cached) | raw: B·f; canonical: B per occupied site | 4 + 4f / 4 + 4p | 8 + 8f / 8 + 8p |
+//! | pass | 32-bit: reads / writes | 64-bit: reads / writes |
+//! | --- | --- | --- |
+//! | `br_local` | 1 lattice / 4 labels + 1/8 ER [+ 1/8 RB] | 1 lattice / 2 `LL` + 1/8 ER [+ 1/8 RB] + 8 per local root |
+//! | `br_merge` | seam sites only (≈ 1/32 + 1/1024 of them) | the same, `LL` instead of labels |
+//! | `br_flatten` | 1/8 ER + a find per edge root | the same |
+//! | `br_count`, `br_publish`, `br_spread` (canonical) | 3/8 (RB twice, ER) / 4 per root | 3/8 / 8 per root |
+//! | `br_final` | 4 labels (+ local roots, cached) / raw 4f, canonical 4p | 2 `LL` (+ local roots' slots, cached) / 8 |
+//! | in all, at least | raw 9.25 + 4f, canonical 9.75 + 4p | raw 13.25, canonical 13.75 |
 //!
-//! In all, at least 9.25 + 4f bytes a site raw and 9.75 + 4p canonical in the 32-bit build,
-//! 17.25 + 8f and 17.75 + 8p in the 64-bit one, plus the seams' few tenths (p the occupied
-//! fraction; roots, ≈ 0.03–0.07 a site at p_c, not counted):
-//! `br_final` and the label stores of `br_local` double; the instruction-bound part of
-//! `br_local` (the tile's union-find) does not change.
+//! (Widening the 32-bit plan as it is would move 17.25 + 8f and 17.75 + 8p.) The
+//! instruction-bound part of `br_local`, the tile's union-find, is the same in both builds.
 
 use super::canonical::Geo;
 use super::engine::{Buffers, FamilyScratch, Job};
@@ -176,11 +179,25 @@ pub(crate) fn scratch(job: &Job) -> FamilyScratch {
 }
 
 pub(crate) fn scratch_words(job: &Job) -> usize {
+    match job.labels {
+        LabelWidth::U32 => masks_words(job),
+        LabelWidth::U64 => local_roots_word(job) + (2 * job.sites()).div_ceil(16) * 4,
+    }
+}
+
+/// Words of the root masks and (canonical numbering) the counts and chunk ranks.
+fn masks_words(job: &Job) -> usize {
     let entries = job.height * tiles(job).0;
     if job.numbering == Numbering::Raw {
         return 32 * entries;
     }
     chunk_word(job) + chunk_words(job)
+}
+
+/// Word offset of the 64-bit build's local roots (`LL`, a `u16` a site) in the scratch: after
+/// the masks and counts, 16-byte aligned.
+fn local_roots_word(job: &Job) -> usize {
+    masks_words(job).next_multiple_of(4)
 }
 
 /// Word offset of the chunk ranks in the scratch (canonical numbering): after the two masks and
@@ -279,6 +296,24 @@ pub(crate) fn run_pieces(
 /// Queues `br_final`: the labels of the last [`run_pieces`] (or of a labeling's earlier stages).
 pub(crate) fn final_pass(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
     let (labels, count) = (bufs.labels, bufs.count);
+    if job.labels == LabelWidth::U64 {
+        let geo = Geo::new(job);
+        let ll = bufs.aux + (local_roots_word(job) * 4) as u64;
+        let canon = u32::from(job.numbering == Numbering::Canonical);
+        // 4-byte loads of two local roots and 16-byte stores of two labels: even rows.
+        let vec = u32::from(labels % 16 == 0 && job.width % 2 == 0);
+        let grid = (geo.w.div_ceil(512), geo.h.min(65535), 1);
+        // SAFETY: `labels` holds the job's sites, the local roots the job's `u16`s at `ll` in the
+        // scratch and `count` one `u64` (Engine::prepare); the arguments match `br_final`'s.
+        return unsafe {
+            gpu.launch(
+                module.func("br_final"),
+                grid,
+                (256, 1, 1),
+                &mut kernel_args![labels, ll, geo, canon, vec, count],
+            )
+        };
+    }
     let sites = job.sites() as u64;
     let canon = u32::from(job.numbering == Numbering::Canonical);
     // (16-byte vectors in both builds: 4 u32 or 2 u64 labels.)
@@ -309,11 +344,14 @@ fn queue(
     let (tx, ty) = (tiles_x as u32, tiles_y as u32);
     let (input, labels, count) = (bufs.input, bufs.labels, bufs.count);
     let (wrap_x, wrap_y) = (job.boundary.wraps_x() as u32, job.boundary.wraps_y() as u32);
-    // Bit 0: 16-byte loads of u8 rows; bit 1: 16-byte stores of label rows (4 u32 or 2 u64
-    // labels, so rows must start at a multiple of that many labels).
-    let per_store = 16 / job.labels.bytes();
+    // Bit 0: 16-byte loads of u8 rows; bit 1: stores of 4 labels a lane (16 bytes of u32
+    // labels; 8 bytes of the 64-bit build's u16 local roots, 16-byte aligned in the scratch), so
+    // rows must start at a multiple of 4 sites.
+    let wide = job.labels == LabelWidth::U64;
+    let ll = bufs.aux + (local_roots_word(job) * 4) as u64;
+    let stores_at = if wide { ll } else { labels };
     let vec = u32::from(job.site.size() == 1 && input % 16 == 0 && job.width % 16 == 0)
-        | (u32::from(labels % 16 == 0 && job.width % per_store == 0) << 1);
+        | (u32::from(stores_at % 16 == 0 && job.width % 4 == 0) << 1);
     let smem = shared_bytes(job.segments) as u32;
     let canonical = job.numbering == Numbering::Canonical;
     let entries = job.height * tiles_x;
@@ -335,6 +373,13 @@ fn queue(
     // shared memory limits were raised when the module was loaded.
     unsafe {
         match rec {
+            None if wide => gpu.launch_shared(
+                module.func("br_local"),
+                (ntiles, 1, 1),
+                (THREADS, 1, 1),
+                smem,
+                &mut kernel_args![input, labels, ll, geo, tx, vec, mask, edge_roots],
+            )?,
             None => gpu.launch_shared(
                 module.func("br_local"),
                 (ntiles, 1, 1),
@@ -358,10 +403,18 @@ fn queue(
             (0u32, ty - 1 + wrap_y, geo.w),
             (1u32, tx - 1 + wrap_x, geo.h),
         ] {
-            if seams > 0 {
+            let grid = (lines.div_ceil(256), seams.min(65535), 1);
+            if seams > 0 && wide {
                 gpu.launch(
                     module.func("br_merge"),
-                    (lines.div_ceil(256), seams.min(65535), 1),
+                    grid,
+                    (256, 1, 1),
+                    &mut kernel_args![input, labels, ll, geo, tx, ty, wrap_x, wrap_y, mode],
+                )?;
+            } else if seams > 0 {
+                gpu.launch(
+                    module.func("br_merge"),
+                    grid,
                     (256, 1, 1),
                     &mut kernel_args![input, labels, geo, tx, ty, wrap_x, wrap_y, mode],
                 )?;
@@ -479,14 +532,21 @@ mod tests {
             assert_eq!(chunk_word(&wide) % 2, 0);
             assert!(chunk_word(&wide) >= 65 * entries);
             assert_eq!(
-                scratch_words(&wide),
+                masks_words(&wide),
                 chunk_word(&wide) + (2 * chunks).next_multiple_of(4)
             );
             let raw = Job {
                 numbering: Numbering::Raw,
                 ..wide
             };
-            assert_eq!(scratch_words(&raw), 32 * entries);
+            assert_eq!(masks_words(&raw), 32 * entries);
+            // The local roots: a u16 a site, 16-byte aligned after the masks.
+            for j in [wide, raw] {
+                let at = local_roots_word(&j);
+                assert!(at % 4 == 0 && at >= masks_words(&j) && at < masks_words(&j) + 4);
+                assert!((scratch_words(&j) - at) * 4 >= 2 * h * w);
+                assert!((scratch_words(&j) - at) * 4 < 2 * h * w + 16);
+            }
         }
     }
 

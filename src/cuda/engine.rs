@@ -342,9 +342,13 @@ impl Engine {
         labels: sys::CUdeviceptr,
         rec: &bit_runs::Records,
     ) -> Result<Buffers> {
-        if job.family != Family::BitRuns || job.segments || job.numbering != Numbering::Canonical {
+        if job.family != Family::BitRuns
+            || job.segments
+            || job.numbering != Numbering::Canonical
+            || job.labels != LabelWidth::U32
+        {
             return Err(Error::InvalidArgument(
-                "bit runs' pieces are ranked occupancy clusters".into(),
+                "bit runs' pieces are ranked occupancy clusters (32-bit)".into(),
             ));
         }
         self.ready(job)?;

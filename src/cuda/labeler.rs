@@ -21,7 +21,8 @@ use super::*;
 /// [`CudaLabeler::label_host64_into`] run bit runs' 64-bit build (`Algorithm::Auto` or
 /// `BitRuns`; other algorithms are an [`Error::InvalidArgument`] naming it), both numberings,
 /// labels identical to the 32-bit ones widened where both apply. Device memory: the lattice,
-/// 8 bytes a site of labels, 1 bit a site of scratch (2 for canonical numbering).
+/// 8 bytes a site of labels and 2 bytes a site (plus 1 bit, 2 for canonical numbering) of
+/// scratch.
 pub struct CudaLabeler {
     pub(super) backend: CudaBackend,
     spec: Spec,
@@ -175,8 +176,8 @@ impl CudaLabeler {
     /// labels, numbered as [`CudaLabeler::numbering`] says: raw labels are the smallest site
     /// index + 1) and returns without waiting; [`CudaLabeler::count`] gives the number of
     /// clusters. Allocates nothing after the first call for a lattice that large (or
-    /// [`CudaLabeler::prepare64`]). Device memory besides `input` and `output`: 1 bit a site
-    /// of scratch (2 for canonical numbering) and small counts.
+    /// [`CudaLabeler::prepare64`]). Device memory besides `input` and `output`: 2 bytes and
+    /// 1 bit a site of scratch (2 bits for canonical numbering) and small counts.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when a buffer's length is not `height * width` and the

@@ -351,7 +351,8 @@ impl CudaBackend {
     /// Labels a host lattice into 64-bit labels `out` with the given numbering (bit runs' 64-bit
     /// build), staging it through pinned bands of at most [`WIDE_STAGE_BYTES`]; returns the
     /// cluster count. The device holds the lattice, the labels (8 bytes a site) and bit runs'
-    /// scratch (1 bit a site raw, 2 canonical, plus small counts), checked before allocating.
+    /// scratch (2 bytes and 1 bit a site raw, 2 bits canonical, plus small counts), checked
+    /// before allocating.
     ///
     /// # Errors
     /// [`Error::ShapeMismatch`], [`Error::InvalidArgument`] for an algorithm other than
