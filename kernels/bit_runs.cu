@@ -68,7 +68,6 @@ typedef u32 idx_t;
 // The 64-bit build's per-site local roots (LL, u16: the root's position in the site's tile + 1,
 // 0 = empty), an extra parameter of br_local, br_merge and br_final.
 #if LABEL64
-typedef unsigned short u16;
 #define LL_PARAM , u16* __restrict__ LL
 #define LL_ARG , LL
 #else

@@ -12,7 +12,8 @@
 //!   [`compile_stats`] says what compiling cost this process.
 //! - [`CudaLabeler`]: labels lattices that already live on the GPU ([`CudaLabeler::label_device`],
 //!   no host synchronisation and no allocation per call) or host arrays
-//!   ([`CudaLabeler::label_host`]).
+//!   ([`CudaLabeler::label_host`]); into `u64` labels for lattices of any size
+//!   ([`CudaLabeler::label_device64`], [`CudaLabeler::label_host64_into`]; bit runs only).
 //! - Bond-masked labeling ([`crate::Labeler::label_packed_bonds_into`] and
 //!   [`crate::Labeler::bond_roots_into`] with [`crate::Backend::Cuda`]) and
 //!   [`CudaSwendsenWang`], the device-resident Swendsen–Wang sweep that
