@@ -316,7 +316,6 @@ pub(crate) fn final_pass(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) 
     }
     let sites = job.sites() as u64;
     let canon = u32::from(job.numbering == Numbering::Canonical);
-    // (16-byte vectors in both builds: 4 u32 or 2 u64 labels.)
     let final_vec = u32::from(labels % 16 == 0);
     let final_blocks = (job.sites().div_ceil(4 * 256)).clamp(1, FINAL_BLOCKS) as u32;
     // SAFETY: `labels` holds the job's sites and `count` one word (Engine::prepare).
@@ -508,12 +507,7 @@ mod tests {
         };
         assert!(check_wide(&wide(70000, 70000)).is_ok());
         assert!(check_wide(&wide(1, (1 << 31) - 1)).is_ok());
-        for (h, w) in [
-            (1, 1 << 31),
-            (1 << 31, 1),
-            ((1 << 27) + 1, 1024),
-            (usize::MAX, 2),
-        ] {
+        for (h, w) in [(1, 1 << 31), (1 << 31, 1), (1 << 27, 1024), (usize::MAX, 2)] {
             match check_wide(&wide(h, w)) {
                 Err(crate::Error::InvalidArgument(m)) => assert!(m.contains("2^31"), "{m}"),
                 other => panic!("{h}×{w}: {other:?}"),
