@@ -950,8 +950,8 @@ br_spread(label_t* L, Geo g, const u32* __restrict__ ER, u32 tiles_x, u32 entrie
 // whole (L held only the local roots' slots). Raw: the slot holds its global root + 1 (after
 // br_flatten), and the global roots are counted into *count. Canonical: FLAG | rank, or rank + 1
 // once the root's own site is written here (both give rank + 1). Grid: (ceil(w / 512),
-// min(h, 65535)) CTAs of 256, two sites a thread, rows grid-strided; vec: w even and LL, L 16-byte
-// aligned (4-byte loads of LL, 16-byte stores of L).
+// min(ceil(h / 4), 65535)) CTAs of 256, two sites a thread in each row, rows grid-strided; vec:
+// w even and LL, L 16-byte aligned (4-byte loads of LL, 16-byte stores of L).
 __device__ __forceinline__ u64 br_final_one(const u64* L, u64 tile, u32 w, u64 s, u32 c,
                                             u32 canonical, u32* roots) {
     if (c == 0) return 0ull;

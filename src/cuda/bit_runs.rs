@@ -302,7 +302,8 @@ pub(crate) fn final_pass(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) 
         let canon = u32::from(job.numbering == Numbering::Canonical);
         // 4-byte loads of two local roots and 16-byte stores of two labels: even rows.
         let vec = u32::from(labels % 16 == 0 && job.width % 2 == 0);
-        let grid = (geo.w.div_ceil(512), geo.h.min(65535), 1);
+        // About 4 rows a block (8 sites a thread), to keep loads in flight per thread.
+        let grid = (geo.w.div_ceil(512), geo.h.div_ceil(4).min(65535), 1);
         // SAFETY: `labels` holds the job's sites, the local roots the job's `u16`s at `ll` in the
         // scratch and `count` one `u64` (Engine::prepare); the arguments match `br_final`'s.
         return unsafe {
