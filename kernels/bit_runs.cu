@@ -38,8 +38,85 @@
 //              counted. Canonical: every site takes rank + 1 from the FLAG | rank its slot or its
 //              local root's slot holds; a local root's slot may already hold its own final
 //              rank + 1 (written by its own thread), and both forms give the same label.
+//
+// Label width. LABEL64 = 0 (the default) is the 32-bit build, whose code is what it always was
+// (label_t = idx_t = u32, LFLAG = FLAG). LABEL64 = 1 labels lattices of any size into 64-bit
+// labels: site indices, the label array (the global forest), its FLAG bit (63), the ranks and the
+// count are 64-bit; the tile's shared-memory union-find, the masks and the counts per (row, tile
+// column) stay 32-bit. To move fewer bytes, that build's br_local writes each site's local root
+// as its position in the tile + 1 into LL (a u16 a site, in the scratch) and into L only the local
+// roots' own slots (r + 1): br_merge finds seam sites' local roots in LL, br_flatten and the
+// ranking touch local roots' slots only, and br_final reads LL and the local root's slot and
+// writes every label once. br_scan scans the chunks' 64-bit ranks (canon_scan is 32-bit). The
+// cluster analysis (br_local_ana, analysis.cu) is 32-bit only.
 #pragma once
 #include "common.cuh"
+
+#ifndef LABEL64
+#define LABEL64 0
+#endif
+#if LABEL64
+typedef u64 label_t;
+typedef u64 idx_t;
+#define LFLAG 0x8000000000000000ull
+#else
+typedef u32 label_t;
+typedef u32 idx_t;
+#define LFLAG FLAG
+#endif
+
+// The 64-bit build's per-site local roots (LL, u16: the root's position in the site's tile + 1,
+// 0 = empty), an extra parameter of br_local, br_merge and br_final.
+#if LABEL64
+#define LL_PARAM , u16* __restrict__ LL
+#define LL_ARG , LL
+#else
+#define LL_PARAM
+#define LL_ARG
+#endif
+
+#if LABEL64
+// The 64-bit forest's helpers, as common.cuh's for 1x1 blocks (the label array is the forest).
+__device__ __forceinline__ u64 ld_cg(const u64* p) { return __ldcg(p); }
+
+__device__ __forceinline__ u64 find_halving(u64* P, const Geo&, u64 k) {
+    while (true) {
+        const u64 v = ld_cg(P + k);
+        if (v == k + 1) return k;
+        const u64 par = v - 1;
+        const u64 vp = ld_cg(P + par);
+        if (vp == par + 1) return par;
+        P[k] = vp;
+        k = vp - 1;
+    }
+}
+
+__device__ __forceinline__ void unite(u64* P, const Geo& g, u64 a, u64 b) {
+    bool done;
+    do {
+        a = find_halving(P, g, a);
+        b = find_halving(P, g, b);
+        if (a < b) {
+            const u64 old = atomicMin(P + b, a + 1);
+            done = (old == b + 1);
+            b = old - 1;
+        } else if (b < a) {
+            const u64 old = atomicMin(P + a, b + 1);
+            done = (old == a + 1);
+            a = old - 1;
+        } else {
+            done = true;
+        }
+    } while (!done);
+}
+
+// Warp-aggregated 64-bit atomicAdd of a per-thread count (all 32 lanes must call it).
+__device__ __forceinline__ void warp_add(u64* target, u32 v) {
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0 && v) atomicAdd(target, (u64)v);
+}
+#endif
 
 #define TW 1024u
 #define TWW 32u // words per tile row
@@ -191,9 +268,9 @@ __device__ __forceinline__ void br_unite(u32* ent, u32 a, u32 b) {
 }
 
 // The site index of node n, from its own fields.
-__device__ __forceinline__ u32 node_key(const u32* ent, const Geo& g, const BrTile& t, u32 n) {
+__device__ __forceinline__ idx_t node_key(const u32* ent, const Geo& g, const BrTile& t, u32 n) {
     const u32 e = ent[n];
-    return (t.y0 + ((e >> 10) & 31u)) * g.w + t.x0 + (e & 1023u);
+    return (idx_t)(t.y0 + ((e >> 10) & 31u)) * g.w + t.x0 + (e & 1023u);
 }
 
 // Occupancy of the 32 sites of row y from column x (bit i = column x + i), zero outside.
@@ -201,7 +278,7 @@ __device__ __forceinline__ u32 node_key(const u32* ent, const Geo& g, const BrTi
 __device__ __forceinline__ u32 load_occ(const site_t* __restrict__ in, const Geo& g, u32 y, u32 x,
                                         u32 vec) {
     if (x >= g.w) return 0u;
-    const u32 base = y * g.w + x;
+    const idx_t base = (idx_t)y * g.w + x;
     if (sizeof(site_t) == 1 && vec && x + 32u <= g.w) {
         const uint4* p = reinterpret_cast<const uint4*>(in + base);
         const uint4 a = __ldg(p), b = __ldg(p + 1);
@@ -234,7 +311,7 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
         u32 v = 0, dl = 0, dr = 0;
         if (r < t.rows && x < g.w) {
             const u32 n = min(32u, g.w - x);
-            const u32 base = y * g.w + x;
+            const idx_t base = (idx_t)y * g.w + x;
             const bool up = r > 0;
             site_t ap = lane ? in[base - 1] : (site_t)0;
             site_t bp = (up && lane) ? in[base - g.w - 1] : (site_t)0;
@@ -440,7 +517,8 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
 // 32 words per row and tile column); RB: canonical numbering's mask of the interior roots, or null
 // (raw numbering). ANA (br_local_ana): also the records, with OFF_ACC + ACC_FIELDS * slots words.
 template <bool ANA>
-__device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, u32* L, const Geo& g,
+__device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, label_t* L LL_PARAM,
+                                              const Geo& g,
                                               u32 tiles_x, u32 vec, u32* RB, u32* ER,
                                               const BrRec& rec) {
     extern __shared__ u32 sm[];
@@ -475,9 +553,14 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, u32
     if (ANA) br_records(sm, g, t, nodes, mine, rec);
 
     // Each entry becomes its node's label, local root + 1: non-roots first (reading their
-    // roots' own fields, which stay until the roots' turn), then the roots.
+    // roots' own fields, which stay until the roots' turn), then the roots. (64-bit labels: the
+    // local root's tile position + 1, which LL keeps; L gets only the local roots' slots.)
     for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
+#if LABEL64
+        if (!((mine >> k) & 1u)) ent[n] = (ent[e_par(ent[n])] & OWN_MASK) + 1;
+#else
         if (!((mine >> k) & 1u)) ent[n] = node_key(ent, g, t, e_par(ent[n])) + 1;
+#endif
     }
     __syncthreads();
     for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
@@ -489,7 +572,17 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, u32
         if ((e & EDGE) || RB != nullptr)
             atomicOr(sm + ((e & EDGE) ? OFF_EMASK : OFF_RMASK) + row * TWW + (col >> 5),
                      1u << (col & 31));
+#if LABEL64
+        {
+            // The local root's slot, the only one of its component the passes before br_final
+            // read (every site's local root is in LL).
+            const u64 k = node_key(ent, g, t, n);
+            L[k] = k + 1;
+        }
+        ent[n] = (e & OWN_MASK) + 1;
+#else
         ent[n] = node_key(ent, g, t, n) + 1;
+#endif
     }
     __syncthreads();
 #pragma unroll
@@ -501,6 +594,42 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, u32
         if (RB != nullptr) RB[at] = sm[OFF_RMASK + r * TWW + lane];
     }
 
+#if LABEL64
+    // Every site's local root into LL, coalesced: lane k writes columns 4k..4k+3 of each
+    // 128-column chunk (8 bytes), whose word (k / 8 of the chunk's four) comes from its lane by
+    // shuffle.
+    const u32 b0 = (lane & 7u) * 4u;
+    const u32 below = b0 ? le_mask(b0 - 1) : 0u;
+#pragma unroll
+    for (u32 j = 0; j < RPW; j++) {
+        const u32 r = warp + j * BR_WARPS;
+        if (r >= t.rows) continue; // uniform across the warp
+        const u32 occ_l = plane(sm, P_OCC, r)[lane];
+        const u32 rs_l = occ_l & ~plane(sm, P_JL, r)[lane];
+        const u32 nb_l = rowbase[r] + excl_pl[r * TWW + lane];
+        u16* out = LL + (u64)(t.y0 + r) * g.w + t.x0;
+        for (u32 c0 = 0; c0 < t.cols; c0 += 128u) {
+            const u32 src = (c0 >> 5) + (lane >> 3);
+            const u32 occ = __shfl_sync(FULL, occ_l, src);
+            const u32 rs = __shfl_sync(FULL, rs_l, src);
+            u32 n = __shfl_sync(FULL, nb_l, src) + __popc(rs & below);
+            u32 v[4];
+#pragma unroll
+            for (u32 q = 0; q < 4; q++) {
+                n += (rs >> (b0 + q)) & 1u;
+                v[q] = ((occ >> (b0 + q)) & 1u) ? ent[n - 1] : 0u;
+            }
+            const u32 c = c0 + 4u * lane;
+            if ((vec & 2u) && c0 + 128u <= t.cols) {
+                *reinterpret_cast<uint2*>(out + c) = make_uint2(v[0] | v[1] << 16, v[2] | v[3] << 16);
+            } else {
+#pragma unroll
+                for (u32 q = 0; q < 4; q++)
+                    if (c + q < t.cols) out[c + q] = (u16)v[q];
+            }
+        }
+    }
+#else
     // Every site once, coalesced: lane k writes columns 4k..4k+3 of each 128-column chunk, whose
     // word (k / 8 of the chunk's four) comes from its lane by shuffle.
     const u32 b0 = (lane & 7u) * 4u;
@@ -535,13 +664,16 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, u32
             }
         }
     }
+#endif
 }
 
 extern "C" __global__ void __launch_bounds__(BR_THREADS, 2)
-br_local(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 vec, u32* RB, u32* ER) {
-    br_local_body<false>(in, L, g, tiles_x, vec, RB, ER, BrRec{});
+br_local(const site_t* __restrict__ in, label_t* L LL_PARAM, Geo g, u32 tiles_x, u32 vec, u32* RB,
+         u32* ER) {
+    br_local_body<false>(in, L LL_ARG, g, tiles_x, vec, RB, ER, BrRec{});
 }
 
+#if !LABEL64
 // br_local plus the tile's component records for the cluster analysis (br_records); RB must be
 // given (canonical numbering ranks the pieces).
 extern "C" __global__ void __launch_bounds__(BR_THREADS, 2)
@@ -549,10 +681,89 @@ br_local_ana(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 vec,
              u32* ER, BrRec rec) {
     br_local_body<true>(in, L, g, tiles_x, vec, RB, ER, rec);
 }
+#endif
 
+#if LABEL64
+// Local root + 1 of site (y, x) from LL (0 when empty): the root's position in the site's tile.
+__device__ __forceinline__ u64 lr1(const u16* __restrict__ LL, const Geo& g, u32 y, u32 x) {
+    const u32 c = LL[(u64)y * g.w + x];
+    if (c == 0) return 0ull;
+    return (u64)((y & ~(TH - 1u)) + ((c - 1) >> 10)) * g.w + (x & ~(TW - 1u)) + ((c - 1) & 1023u) +
+           1;
+}
+
+// Unites the global sets of an edge site's local root (ls - 1; the site holds cs) and that of
+// site (y, x) when the two sites are joined.
+__device__ __forceinline__ void br_join(const site_t* __restrict__ in, u64* L,
+                                        const u16* __restrict__ LL, const Geo& g, site_t cs,
+                                        u64 ls, u32 y, u32 x) {
+    if (joined_values(cs, in[(u64)y * g.w + x])) unite(L, g, ls - 1, lr1(LL, g, y, x) - 1);
+}
+
+// The 32-bit br_merge below with local roots read from LL (the 64-bit L holds only the local
+// roots' slots).
+__device__ __forceinline__ void seam_lines(u32 j, u32 tiles, u32 span, u32 n, u32* before,
+                                           u32* after) {
+    *after = j + 1 < tiles ? (j + 1) * span : 0u;
+    *before = j + 1 < tiles ? *after - 1 : n - 1;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+br_merge(const site_t* __restrict__ in, u64* L, const u16* __restrict__ LL, Geo g, u32 tiles_x,
+         u32 tiles_y, u32 wrap_x, u32 wrap_y, u32 mode) {
+    if (mode == 0) {
+        const u32 x = blockIdx.x * blockDim.x + threadIdx.x;
+        if (x >= g.w) return;
+        const u32 seams = tiles_y - 1 + wrap_y;
+        for (u32 j = blockIdx.y; j < seams; j += gridDim.y) {
+            u32 yt, yb;
+            seam_lines(j, tiles_y, TH, g.h, &yt, &yb);
+            const u64 b = (u64)yb * g.w + x, t = (u64)yt * g.w + x;
+            const site_t cb = in[b];
+            if (!cb) continue;
+            const u64 lb = lr1(LL, g, yb, x);
+            const site_t ct = in[t];
+            const bool vert = joined_values(cb, ct);
+            const u64 lt = vert ? lr1(LL, g, yt, x) : 0ull;
+            if (vert) {
+                // The same pair of local components as at x - 1: already united there.
+                const bool dup = x > 0 && joined_values(in[b - 1], in[t - 1]) &&
+                                 lr1(LL, g, yb, x - 1) == lb && lr1(LL, g, yt, x - 1) == lt;
+                if (!dup) unite(L, g, lb - 1, lt - 1);
+            }
+#if CONN8
+            if (x > 0 || wrap_x) {
+                const u32 ox = x > 0 ? x - 1 : g.w - 1;
+                if (!(vert && lr1(LL, g, yt, ox) == lt)) br_join(in, L, LL, g, cb, lb, yt, ox);
+            }
+            if (x + 1 < g.w || wrap_x) {
+                const u32 ox = x + 1 < g.w ? x + 1 : 0u;
+                if (!(vert && lr1(LL, g, yt, ox) == lt)) br_join(in, L, LL, g, cb, lb, yt, ox);
+            }
+#endif
+        }
+    } else {
+        const u32 y = blockIdx.x * blockDim.x + threadIdx.x;
+        if (y >= g.h) return;
+        const u32 seams = tiles_x - 1 + wrap_x;
+        for (u32 j = blockIdx.y; j < seams; j += gridDim.y) {
+            u32 xl, xr;
+            seam_lines(j, tiles_x, TW, g.w, &xl, &xr);
+            const site_t cs = in[(u64)y * g.w + xr];
+            if (!cs) continue;
+            const u64 ls = lr1(LL, g, y, xr);
+            br_join(in, L, LL, g, cs, ls, y, xl);
+#if CONN8
+            if (y > 0 || wrap_y) br_join(in, L, LL, g, cs, ls, y > 0 ? y - 1 : g.h - 1, xl);
+            if (y + 1 < g.h || wrap_y) br_join(in, L, LL, g, cs, ls, y + 1 < g.h ? y + 1 : 0u, xl);
+#endif
+        }
+    }
+}
+#else
 // Unites the global sets of two edge sites' local roots when the sites are joined.
-__device__ __forceinline__ void br_join(const site_t* __restrict__ in, u32* L, const Geo& g,
-                                        site_t cs, u32 ls, u32 o) {
+__device__ __forceinline__ void br_join(const site_t* __restrict__ in, label_t* L, const Geo& g,
+                                        site_t cs, label_t ls, idx_t o) {
     if (joined_values(cs, in[o])) unite(L, g, ls - 1, ld_cg(L + o) - 1);
 }
 
@@ -569,7 +780,7 @@ __device__ __forceinline__ void seam_lines(u32 j, u32 tiles, u32 span, u32 n, u3
 // tiles_y - 1 the periodic y edge; grid (ceil(w / 256), min(seams, 65535)), CTA 256, one thread
 // per column. mode 1: columns, likewise, one thread per row.
 extern "C" __global__ void __launch_bounds__(256)
-br_merge(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 tiles_y, u32 wrap_x,
+br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tiles_y, u32 wrap_x,
          u32 wrap_y, u32 mode) {
     if (mode == 0) {
         const u32 x = blockIdx.x * blockDim.x + threadIdx.x;
@@ -578,13 +789,13 @@ br_merge(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 tiles_y,
         for (u32 j = blockIdx.y; j < seams; j += gridDim.y) {
             u32 yt, yb;
             seam_lines(j, tiles_y, TH, g.h, &yt, &yb);
-            const u32 b = yb * g.w + x, t = yt * g.w + x;
+            const idx_t b = (idx_t)yb * g.w + x, t = (idx_t)yt * g.w + x;
             const site_t cb = in[b];
             if (!cb) continue;
-            const u32 lb = ld_cg(L + b);
+            const label_t lb = ld_cg(L + b);
             const site_t ct = in[t];
             const bool vert = joined_values(cb, ct);
-            const u32 lt = vert ? ld_cg(L + t) : 0u;
+            const label_t lt = vert ? ld_cg(L + t) : (label_t)0;
             if (vert) {
                 // The same pair of local components as at x - 1: already united there.
                 const bool dup = x > 0 && joined_values(in[b - 1], in[t - 1]) &&
@@ -593,11 +804,11 @@ br_merge(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 tiles_y,
             }
 #if CONN8
             if (x > 0 || wrap_x) {
-                const u32 o = yt * g.w + (x > 0 ? x - 1 : g.w - 1);
+                const idx_t o = (idx_t)yt * g.w + (x > 0 ? x - 1 : g.w - 1);
                 if (!(vert && ld_cg(L + o) == lt)) br_join(in, L, g, cb, lb, o);
             }
             if (x + 1 < g.w || wrap_x) {
-                const u32 o = yt * g.w + (x + 1 < g.w ? x + 1 : 0u);
+                const idx_t o = (idx_t)yt * g.w + (x + 1 < g.w ? x + 1 : 0u);
                 if (!(vert && ld_cg(L + o) == lt)) br_join(in, L, g, cb, lb, o);
             }
 #endif
@@ -609,22 +820,25 @@ br_merge(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 tiles_y,
         for (u32 j = blockIdx.y; j < seams; j += gridDim.y) {
             u32 xl, xr;
             seam_lines(j, tiles_x, TW, g.w, &xl, &xr);
-            const u32 s = y * g.w + xr;
+            const idx_t s = (idx_t)y * g.w + xr;
             const site_t cs = in[s];
             if (!cs) continue;
-            const u32 ls = ld_cg(L + s);
-            br_join(in, L, g, cs, ls, y * g.w + xl);
+            const label_t ls = ld_cg(L + s);
+            br_join(in, L, g, cs, ls, (idx_t)y * g.w + xl);
 #if CONN8
-            if (y > 0 || wrap_y) br_join(in, L, g, cs, ls, (y > 0 ? y - 1 : g.h - 1) * g.w + xl);
-            if (y + 1 < g.h || wrap_y) br_join(in, L, g, cs, ls, (y + 1 < g.h ? y + 1 : 0u) * g.w + xl);
+            if (y > 0 || wrap_y)
+                br_join(in, L, g, cs, ls, (idx_t)(y > 0 ? y - 1 : g.h - 1) * g.w + xl);
+            if (y + 1 < g.h || wrap_y)
+                br_join(in, L, g, cs, ls, (idx_t)(y + 1 < g.h ? y + 1 : 0u) * g.w + xl);
 #endif
         }
     }
 }
+#endif
 
 // The root of site k in L without stores (canonical flags are not set yet).
-__device__ __forceinline__ u32 br_root(const u32* L, u32 k) {
-    u32 v = ld_cg(L + k);
+__device__ __forceinline__ idx_t br_root(const label_t* L, idx_t k) {
+    label_t v = ld_cg(L + k);
     while (v != k + 1) {
         k = v - 1;
         v = ld_cg(L + k);
@@ -634,10 +848,10 @@ __device__ __forceinline__ u32 br_root(const u32* L, u32 k) {
 
 // The site of bit 0 of mask word i (RB and ER: 32 words per (row, tile column) entry, in raster
 // order of the entries).
-__device__ __forceinline__ u32 mask_site(const Geo& g, u32 tiles_x, u32 i) {
+__device__ __forceinline__ idx_t mask_site(const Geo& g, u32 tiles_x, u32 i) {
     const u32 e = i >> 5;
     const u32 y = e / tiles_x, tx = e - y * tiles_x;
-    return y * g.w + tx * TW + 32u * (i & 31);
+    return (idx_t)y * g.w + tx * TW + 32u * (i & 31);
 }
 
 // Flatten: each edge component's local root (ER; a thread per word) that is not its global root
@@ -646,17 +860,17 @@ __device__ __forceinline__ u32 mask_site(const Geo& g, u32 tiles_x, u32 i) {
 // itself). RB (canonical numbering, else null) gets the bit of each global root. Grid:
 // ceil(32 * entries / 256) CTAs of 256.
 extern "C" __global__ void __launch_bounds__(256)
-br_flatten(u32* L, Geo g, const u32* __restrict__ ER, u32* RB, u32 tiles_x, u32 entries) {
+br_flatten(label_t* L, Geo g, const u32* __restrict__ ER, u32* RB, u32 tiles_x, u32 entries) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= 32u * entries) return;
     u32 word = ER[i];
-    const u32 base = mask_site(g, tiles_x, i);
+    const idx_t base = mask_site(g, tiles_x, i);
     u32 global = 0;
     while (word) {
         const u32 b = __ffs(word) - 1;
         word &= word - 1;
-        const u32 r = base + b;
-        const u32 R = br_root(L, r);
+        const idx_t r = base + b;
+        const idx_t R = br_root(L, r);
         if (R != r) L[r] = R + 1;
         else global |= 1u << b;
     }
@@ -667,7 +881,7 @@ br_flatten(u32* L, Geo g, const u32* __restrict__ ER, u32* RB, u32 tiles_x, u32 
 // chunk of BR_CHUNK entries, CHUNK[c] = the chunk's total (scanned by canon_scan afterwards).
 // Grid: ceil(entries / BR_CHUNK) CTAs of 256 threads.
 extern "C" __global__ void __launch_bounds__(256)
-br_count(const u32* __restrict__ RB, u32 entries, u32* CNT, u32* CHUNK) {
+br_count(const u32* __restrict__ RB, u32 entries, u32* CNT, label_t* CHUNK) {
     __shared__ u32 s_cnt[BR_CHUNK];
     __shared__ u32 scratch[32];
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -693,23 +907,23 @@ br_count(const u32* __restrict__ RB, u32 entries, u32* CNT, u32* CHUNK) {
 // one 128-byte line (roots are dense at p_c: scattered stores cost a sector read each).
 // Grid: ceil(entries / 8) CTAs of 256 threads.
 extern "C" __global__ void __launch_bounds__(256)
-br_publish(u32* L, Geo g, const u32* __restrict__ RB, const u32* __restrict__ CNT,
-           const u32* __restrict__ CHUNK, u32 tiles_x, u32 entries) {
+br_publish(label_t* L, Geo g, const u32* __restrict__ RB, const u32* __restrict__ CNT,
+           const label_t* __restrict__ CHUNK, u32 tiles_x, u32 entries) {
     const u32 e = blockIdx.x * 8u + (threadIdx.x >> 5);
     const u32 lane = threadIdx.x & 31;
     if (e >= entries) return; // uniform across the warp
     const u32 mine = RB[(e << 5) + lane];
     const u32 c = __popc(mine);
-    const u32 first_l = CHUNK[e / BR_CHUNK] + CNT[e] + warp_incl_scan(c, lane) - c;
-    u32* row = L + mask_site(g, tiles_x, e << 5);
+    const label_t first_l = CHUNK[e / BR_CHUNK] + CNT[e] + warp_incl_scan(c, lane) - c;
+    label_t* row = L + mask_site(g, tiles_x, e << 5);
     const u32 below = lane ? le_mask(lane - 1) : 0u;
     u32 todo = __ballot_sync(FULL, mine != 0);
     while (todo) {
         const u32 q = __ffs(todo) - 1;
         todo &= todo - 1;
         const u32 word = __shfl_sync(FULL, mine, q);
-        const u32 first = __shfl_sync(FULL, first_l, q);
-        if ((word >> lane) & 1u) row[32u * q + lane] = FLAG | (first + __popc(word & below));
+        const label_t first = __shfl_sync(FULL, first_l, q);
+        if ((word >> lane) & 1u) row[32u * q + lane] = LFLAG | (first + __popc(word & below));
     }
 }
 
@@ -718,38 +932,88 @@ br_publish(u32* L, Geo g, const u32* __restrict__ RB, const u32* __restrict__ CN
 // flagged slot in its own or its local root's slot. These are few: a thread per word.
 // Grid: ceil(32 * entries / 256) CTAs of 256.
 extern "C" __global__ void __launch_bounds__(256)
-br_spread(u32* L, Geo g, const u32* __restrict__ ER, u32 tiles_x, u32 entries) {
+br_spread(label_t* L, Geo g, const u32* __restrict__ ER, u32 tiles_x, u32 entries) {
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= 32u * entries) return;
     u32 word = ER[i];
-    const u32 base = mask_site(g, tiles_x, i);
+    const idx_t base = mask_site(g, tiles_x, i);
     while (word) {
         const u32 b = __ffs(word) - 1;
         word &= word - 1;
-        const u32 f = ld_cg(L + base + b);
-        if (!(f & FLAG)) L[base + b] = ld_cg(L + (f - 1));
+        const label_t f = ld_cg(L + base + b);
+        if (!(f & LFLAG)) L[base + b] = ld_cg(L + (f - 1));
     }
 }
 
+#if LABEL64
+// The last pass, 64-bit: every site's label from its local root's slot (LL gives the root), written
+// whole (L held only the local roots' slots). Raw: the slot holds its global root + 1 (after
+// br_flatten), and the global roots are counted into *count. Canonical: FLAG | rank, or rank + 1
+// once the root's own site is written here (both give rank + 1). Grid: (ceil(w / 512),
+// min(ceil(h / 4), 65535)) CTAs of 256, two sites a thread in each row, rows grid-strided; vec:
+// w even and LL, L 16-byte aligned (4-byte loads of LL, 16-byte stores of L).
+__device__ __forceinline__ u64 br_final_one(const u64* L, u64 tile, u32 w, u64 s, u32 c,
+                                            u32 canonical, u32* roots) {
+    if (c == 0) return 0ull;
+    const u64 r = tile + (u64)((c - 1) >> 10) * w + ((c - 1) & 1023u);
+    const u64 u = L[r];
+    if (canonical) return (u & LFLAG) ? (u & ~LFLAG) + 1 : u;
+    *roots += r == s && u == s + 1;
+    return u;
+}
+
+extern "C" __global__ void __launch_bounds__(256)
+br_final(u64* L, const u16* __restrict__ LL, Geo g, u32 canonical, u32 vec, u64* count) {
+    const u32 x = blockIdx.x * 512u + 2u * threadIdx.x;
+    u32 roots = 0;
+    if (x < g.w) {
+        const bool two = x + 1 < g.w; // x is even: x and x + 1 share a tile column
+        const u32 tx0 = x & ~(TW - 1u);
+        for (u32 y = blockIdx.y; y < g.h; y += gridDim.y) {
+            const u64 s = (u64)y * g.w + x;
+            const u64 tile = (u64)(y & ~(TH - 1u)) * g.w + tx0;
+            u32 c0, c1;
+            if (vec && two) {
+                const u32 p = *reinterpret_cast<const u32*>(LL + s);
+                c0 = p & 0xffffu;
+                c1 = p >> 16;
+            } else {
+                c0 = LL[s];
+                c1 = two ? (u32)LL[s + 1] : 0u;
+            }
+            const u64 o0 = br_final_one(L, tile, g.w, s, c0, canonical, &roots);
+            const u64 o1 = two ? br_final_one(L, tile, g.w, s + 1, c1, canonical, &roots) : 0ull;
+            if (vec && two) {
+                *reinterpret_cast<ulonglong2*>(L + s) = make_ulonglong2(o0, o1);
+            } else {
+                L[s] = o0;
+                if (two) L[s + 1] = o1;
+            }
+        }
+    }
+    if (!canonical) warp_add(count, roots);
+}
+#else
 // The last pass, elementwise over the n sites of L (grid-stride, 4 sites a thread where `vec`).
 // Raw (canonical = 0): a site whose local root r holds another root's R + 1 takes it; sites whose
 // local root is global keep their label (local roots' slots are never written here), and the
 // roots (L[s] = s + 1) are counted into *count. Canonical: every occupied site takes rank + 1
 // (see the header comment).
-__device__ __forceinline__ u32 br_final_one(const u32* L, u32 s, u32 v, u32 canonical, u32* roots) {
+__device__ __forceinline__ label_t br_final_one(const label_t* L, idx_t s, label_t v,
+                                                u32 canonical, u32* roots) {
     if (v == 0) return 0u;
     if (canonical) {
-        if (v & FLAG) return (v & ~FLAG) + 1;
-        const u32 u = L[v - 1];
-        return (u & FLAG) ? (u & ~FLAG) + 1 : u;
+        if (v & LFLAG) return (v & ~LFLAG) + 1;
+        const label_t u = L[v - 1];
+        return (u & LFLAG) ? (u & ~LFLAG) + 1 : u;
     }
-    const u32 u = L[v - 1];
+    const label_t u = L[v - 1];
     *roots += u == v && v == s + 1;
     return u;
 }
 
 extern "C" __global__ void __launch_bounds__(256)
-br_final(u32* L, u64 n, u32 canonical, u32 vec, u32* count) {
+br_final(label_t* L, u64 n, u32 canonical, u32 vec, label_t* count) {
     const u64 stride = (u64)gridDim.x * blockDim.x;
     const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     u32 roots = 0;
@@ -771,3 +1035,54 @@ br_final(u32* L, u64 n, u32 canonical, u32 vec, u32* count) {
     }
     if (!canonical) warp_add(count, roots);
 }
+#endif
+
+#if LABEL64
+// Exclusive scan of the chunks' root counts (64-bit) in place and the total into *total_out:
+// canon_scan's scheme (one CTA of 1024 threads, 4 consecutive entries a thread per step) with
+// 64-bit sums.
+extern "C" __global__ void __launch_bounds__(1024)
+br_scan(u64* counts, u32 nseg, u64* total_out) {
+    __shared__ u64 scratch[32];
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const u32 nwarps = blockDim.x >> 5;
+    u64 carry = 0;
+    for (u32 c0 = 0; c0 < nseg; c0 += 4 * blockDim.x) {
+        const u32 i0 = c0 + 4 * threadIdx.x;
+        u64 v[4];
+        u64 sum = 0;
+#pragma unroll
+        for (u32 k = 0; k < 4; k++) {
+            v[k] = i0 + k < nseg ? counts[i0 + k] : 0ull;
+            sum += v[k];
+        }
+        u64 x = sum;
+#pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const u64 y = __shfl_up_sync(FULL, x, o);
+            if (lane >= (u32)o) x += y;
+        }
+        if (lane == 31) scratch[warp] = x;
+        __syncthreads();
+        if (warp == 0) {
+            u64 w = lane < nwarps ? scratch[lane] : 0ull;
+#pragma unroll
+            for (int o = 1; o < 32; o <<= 1) {
+                const u64 y = __shfl_up_sync(FULL, w, o);
+                if (lane >= (u32)o) w += y;
+            }
+            scratch[lane] = w;
+        }
+        __syncthreads();
+        u64 off = carry + (warp > 0 ? scratch[warp - 1] : 0ull) + x - sum;
+#pragma unroll
+        for (u32 k = 0; k < 4; k++) {
+            if (i0 + k < nseg) counts[i0 + k] = off;
+            off += v[k];
+        }
+        carry += scratch[nwarps - 1];
+        __syncthreads();
+    }
+    if (threadIdx.x == 0) *total_out = carry;
+}
+#endif

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs ON the GPU machine (device tool), from the repository root, with .device-bin/ carried:
 # finds libnvrtc, runs the ignored GPU tests and the timing example, logs to $OUT.
-#   scripts/gpu-run.sh [tests] [timing] [check] [analysis] [cupy] [ncu]   (default: tests timing)
+#   scripts/gpu-run.sh [tests] [timing] [check] [analysis] [cupy] [ncu] [labels64]
+#   (default: tests timing; labels64: the 64-bit against 32-bit labels bench, to 70000²)
 set -uo pipefail
 OUT=${OUT:-/tmp/gpu-run-out}
 mkdir -p "$OUT"
@@ -33,6 +34,11 @@ if has timing; then
     echo "== timing"
     flags=""; has check && flags="--check"
     timeout ${TIMING_TIMEOUT:-150} .device-bin/gpu_timing $flags 2>&1 | tee "$OUT/timing.log"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
+fi
+if has labels64 && [ -x .device-bin/labels64_gpu ]; then
+    echo "== 64-bit against 32-bit labels"
+    timeout ${LABELS64_TIMEOUT:-400} .device-bin/labels64_gpu 2>&1 | tee "$OUT/labels64.log"
     [ "${PIPESTATUS[0]}" -eq 0 ] || status=1
 fi
 if has cupy; then

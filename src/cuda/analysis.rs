@@ -9,7 +9,7 @@
 use super::bit_runs::{self, Records};
 use super::canonical::Geo;
 use super::engine::{family_of, Engine, Job};
-use super::family::{Family, SiteType};
+use super::family::{Family, LabelWidth, SiteType};
 use super::runtime::{cuda_err, kernel_args, DevBuf, Gpu};
 use super::Numbering;
 use crate::lattice::{Boundary, Connectivity};
@@ -150,6 +150,7 @@ impl DeviceAnalysis {
                 family_of(Algorithm::BlockUnionFind, &self.engine.gpu, false)?
             },
             numbering: Numbering::Canonical,
+            labels: LabelWidth::U32,
         })
     }
 

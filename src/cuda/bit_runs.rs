@@ -31,9 +31,40 @@
 //! The lattice is read once; the labels are written by the tiles and then read and, where a
 //! component crosses a tile seam (raw) or everywhere (canonical), written again. The scratch is
 //! one bit per site (two for canonical numbering, plus a count per (row, tile column)).
+//!
+//! **64-bit labels** ([`LabelWidth::U64`], `LABEL64` in `bit_runs.cu`) label lattices of any
+//! size (beyond [`MAX_SITES`](crate::MAX_SITES)) with 64-bit site indices, label slots,
+//! `atomicMin`s, `FLAG` (bit 63), ranks (`br_scan` scans the 64-bit chunk ranks) and count; the
+//! tiles' shared-memory union-find, the root masks and the per-(row, tile column) counts stay
+//! 32-bit. One change of plan saves bytes: the tile pass does not write every site's label
+//! (8 bytes) but its local root's position in the tile + 1 as a `u16` (`LL`, 2 bytes a site, in
+//! the scratch), and into the label array only each local root's own slot (`r + 1`). The
+//! forest's passes (`br_merge`, `br_flatten`, ranking) read and write local roots' slots only, so
+//! they run as before, with `br_merge` finding a seam site's local root from `LL`; the last pass
+//! reads `LL` and the local root's slot and writes every site's 8-byte label once. The 32-bit
+//! build compiles to the same PTX as before the 64-bit one existed. Limits of the 64-bit build:
+//! fewer than 2^31 rows and columns, and at most 2^32 − 1 words of root mask (32 per row and tile
+//! column: about 1.4·10^11 sites), each a typed error.
+//!
+//! Bytes per site each pass moves (u8 lattice; f = the fraction of occupied sites in components
+//! that cross a tile seam, p the occupied fraction; masks are 1 bit a site; roots, ≈ 0.03–0.07 a
+//! site at p_c, cost a scattered slot each, not counted):
+//!
+//! | pass | 32-bit: reads / writes | 64-bit: reads / writes |
+//! | --- | --- | --- |
+//! | `br_local` | 1 lattice / 4 labels + 1/8 ER [+ 1/8 RB] | 1 lattice / 2 `LL` + 1/8 ER [+ 1/8 RB] + 8 per local root |
+//! | `br_merge` | seam sites only (≈ 1/32 + 1/1024 of them) | the same, `LL` instead of labels |
+//! | `br_flatten` | 1/8 ER + a find per edge root | the same |
+//! | `br_count`, `br_publish`, `br_spread` (canonical) | 3/8 (RB twice, ER) / 4 per root | 3/8 / 8 per root |
+//! | `br_final` | 4 labels (+ local roots, cached) / raw 4f, canonical 4p | 2 `LL` (+ local roots' slots, cached) / 8 |
+//! | in all, at least | raw 9.25 + 4f, canonical 9.75 + 4p | raw 13.25, canonical 13.75 |
+//!
+//! (Widening the 32-bit plan as it is would move 17.25 + 8f and 17.75 + 8p.) The
+//! instruction-bound part of `br_local`, the tile's union-find, is the same in both builds.
 
 use super::canonical::Geo;
 use super::engine::{Buffers, FamilyScratch, Job};
+use super::family::LabelWidth;
 use super::runtime::{kernel_args, Gpu, Module};
 use super::Numbering;
 use crate::Result;
@@ -54,6 +85,18 @@ pub(crate) const KERNELS: &[&str] = &[
     "ana_records",
     "ana_border",
     "ana_hist",
+];
+
+/// The kernels of the 64-bit build (no cluster analysis; `br_scan` scans the 64-bit ranks).
+pub(crate) const KERNELS_64: &[&str] = &[
+    "br_local",
+    "br_merge",
+    "br_flatten",
+    "br_count",
+    "br_publish",
+    "br_spread",
+    "br_final",
+    "br_scan",
 ];
 
 /// Columns per tile (`TW` in `bit_runs.cu`).
@@ -136,11 +179,69 @@ pub(crate) fn scratch(job: &Job) -> FamilyScratch {
 }
 
 pub(crate) fn scratch_words(job: &Job) -> usize {
+    match job.labels {
+        LabelWidth::U32 => masks_words(job),
+        LabelWidth::U64 => local_roots_word(job) + (2 * job.sites()).div_ceil(16) * 4,
+    }
+}
+
+/// Words of the root masks and (canonical numbering) the counts and chunk ranks.
+fn masks_words(job: &Job) -> usize {
     let entries = job.height * tiles(job).0;
     if job.numbering == Numbering::Raw {
         return 32 * entries;
     }
-    65 * entries + entries.div_ceil(COUNT_CHUNK).next_multiple_of(4)
+    chunk_word(job) + chunk_words(job)
+}
+
+/// Word offset of the 64-bit build's local roots (`LL`, a `u16` a site) in the scratch: after
+/// the masks and counts, 16-byte aligned.
+fn local_roots_word(job: &Job) -> usize {
+    masks_words(job).next_multiple_of(4)
+}
+
+/// Word offset of the chunk ranks in the scratch (canonical numbering): after the two masks and
+/// the counts, 8-byte aligned for 64-bit ranks.
+fn chunk_word(job: &Job) -> usize {
+    let entries = job.height * tiles(job).0;
+    let at = 65 * entries;
+    match job.labels {
+        LabelWidth::U32 => at,
+        LabelWidth::U64 => at.next_multiple_of(2),
+    }
+}
+
+/// Words of the chunk ranks: one label per chunk of [`COUNT_CHUNK`] entries.
+fn chunk_words(job: &Job) -> usize {
+    let chunks = (job.height * tiles(job).0).div_ceil(COUNT_CHUNK);
+    (chunks * job.labels.bytes() / 4).next_multiple_of(4)
+}
+
+/// Checks that a job of 64-bit labels fits the kernels' 32-bit grid and mask indices: fewer than
+/// 2^31 rows and columns (the lattice geometry and tile origins are 32-bit), fewer than 2^31
+/// tiles (the grid) and at most 2^32 − 1 root-mask words (32 per row and tile column).
+///
+/// # Errors
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the limit.
+pub(crate) fn check_wide(job: &Job) -> Result<()> {
+    const SIDE: usize = 1 << 31;
+    let (h, w) = (job.height, job.width);
+    let (tx, ty) = tiles(job);
+    let words = h.checked_mul(tx).and_then(|e| e.checked_mul(32));
+    let fits = h < SIDE
+        && w < SIDE
+        && tx * ty < SIDE
+        && words.is_some_and(|words| words <= u32::MAX as usize);
+    if fits {
+        Ok(())
+    } else {
+        Err(crate::Error::InvalidArgument(format!(
+            "a {h}×{w} lattice is beyond the GPU's 64-bit labeling: it takes fewer than 2^31 \
+             rows and columns and at most 2^32 − 1 words of root mask (32 per row and \
+             1024-column tile, here {})",
+            words.map_or("more than 2^64".to_string(), |w| w.to_string())
+        )))
+    }
 }
 
 /// Thread blocks of the elementwise `br_final`: a few waves of a large GPU, grid-stride beyond.
@@ -195,6 +296,25 @@ pub(crate) fn run_pieces(
 /// Queues `br_final`: the labels of the last [`run_pieces`] (or of a labeling's earlier stages).
 pub(crate) fn final_pass(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
     let (labels, count) = (bufs.labels, bufs.count);
+    if job.labels == LabelWidth::U64 {
+        let geo = Geo::new(job);
+        let ll = bufs.aux + (local_roots_word(job) * 4) as u64;
+        let canon = u32::from(job.numbering == Numbering::Canonical);
+        // 4-byte loads of two local roots and 16-byte stores of two labels: even rows.
+        let vec = u32::from(labels % 16 == 0 && job.width % 2 == 0);
+        // About 4 rows a block (8 sites a thread), to keep loads in flight per thread.
+        let grid = (geo.w.div_ceil(512), geo.h.div_ceil(4).min(65535), 1);
+        // SAFETY: `labels` holds the job's sites, the local roots the job's `u16`s at `ll` in the
+        // scratch and `count` one `u64` (Engine::prepare); the arguments match `br_final`'s.
+        return unsafe {
+            gpu.launch(
+                module.func("br_final"),
+                grid,
+                (256, 1, 1),
+                &mut kernel_args![labels, ll, geo, canon, vec, count],
+            )
+        };
+    }
     let sites = job.sites() as u64;
     let canon = u32::from(job.numbering == Numbering::Canonical);
     let final_vec = u32::from(labels % 16 == 0);
@@ -224,9 +344,14 @@ fn queue(
     let (tx, ty) = (tiles_x as u32, tiles_y as u32);
     let (input, labels, count) = (bufs.input, bufs.labels, bufs.count);
     let (wrap_x, wrap_y) = (job.boundary.wraps_x() as u32, job.boundary.wraps_y() as u32);
-    // Bit 0: 16-byte loads of u8 rows; bit 1: 16-byte stores of label rows.
+    // Bit 0: 16-byte loads of u8 rows; bit 1: stores of 4 labels a lane (16 bytes of u32
+    // labels; 8 bytes of the 64-bit build's u16 local roots, 16-byte aligned in the scratch), so
+    // rows must start at a multiple of 4 sites.
+    let wide = job.labels == LabelWidth::U64;
+    let ll = bufs.aux + (local_roots_word(job) * 4) as u64;
+    let stores_at = if wide { ll } else { labels };
     let vec = u32::from(job.site.size() == 1 && input % 16 == 0 && job.width % 16 == 0)
-        | (u32::from(labels % 16 == 0 && job.width % 4 == 0) << 1);
+        | (u32::from(stores_at % 16 == 0 && job.width % 4 == 0) << 1);
     let smem = shared_bytes(job.segments) as u32;
     let canonical = job.numbering == Numbering::Canonical;
     let entries = job.height * tiles_x;
@@ -237,7 +362,7 @@ fn queue(
     let (mask, counts, chunk_counts) = if canonical {
         let mask = edge_roots + (32 * entries * 4) as u64;
         let counts = mask + (32 * entries * 4) as u64;
-        (mask, counts, counts + (entries * 4) as u64)
+        (mask, counts, edge_roots + (chunk_word(job) * 4) as u64)
     } else {
         (0, 0, 0)
     };
@@ -248,6 +373,13 @@ fn queue(
     // shared memory limits were raised when the module was loaded.
     unsafe {
         match rec {
+            None if wide => gpu.launch_shared(
+                module.func("br_local"),
+                (ntiles, 1, 1),
+                (THREADS, 1, 1),
+                smem,
+                &mut kernel_args![input, labels, ll, geo, tx, vec, mask, edge_roots],
+            )?,
             None => gpu.launch_shared(
                 module.func("br_local"),
                 (ntiles, 1, 1),
@@ -271,10 +403,18 @@ fn queue(
             (0u32, ty - 1 + wrap_y, geo.w),
             (1u32, tx - 1 + wrap_x, geo.h),
         ] {
-            if seams > 0 {
+            let grid = (lines.div_ceil(256), seams.min(65535), 1);
+            if seams > 0 && wide {
                 gpu.launch(
                     module.func("br_merge"),
-                    (lines.div_ceil(256), seams.min(65535), 1),
+                    grid,
+                    (256, 1, 1),
+                    &mut kernel_args![input, labels, ll, geo, tx, ty, wrap_x, wrap_y, mode],
+                )?;
+            } else if seams > 0 {
+                gpu.launch(
+                    module.func("br_merge"),
+                    grid,
                     (256, 1, 1),
                     &mut kernel_args![input, labels, geo, tx, ty, wrap_x, wrap_y, mode],
                 )?;
@@ -293,8 +433,12 @@ fn queue(
                 (256, 1, 1),
                 &mut kernel_args![mask, entries, counts, chunk_counts],
             )?;
+            let scan = match job.labels {
+                LabelWidth::U32 => "canon_scan",
+                LabelWidth::U64 => "br_scan",
+            };
             gpu.launch(
-                module.func("canon_scan"),
+                module.func(scan),
                 (1, 1, 1),
                 (1024, 1, 1),
                 &mut kernel_args![chunk_counts, chunks, count],
@@ -312,7 +456,7 @@ fn queue(
                 &mut kernel_args![labels, geo, edge_roots, tx, entries],
             )?;
         } else {
-            gpu.memset_zero(count, 4)?;
+            gpu.memset_zero(count, job.labels.bytes())?;
         }
     }
     Ok(())
@@ -334,6 +478,7 @@ mod tests {
             segments: false,
             family: Family::BitRuns,
             numbering: Numbering::Canonical,
+            labels: LabelWidth::U32,
         }
     }
 
@@ -350,6 +495,54 @@ mod tests {
         assert!(ada >= ANA_MIN_SLOTS as u32 && ana_shared_bytes(ada) <= 99 * 1024);
         assert_eq!(ana_slots(shared_bytes(false)), None);
         assert_eq!(ana_slots(64 * 1024), None);
+    }
+
+    /// The 64-bit build takes 70000² and refuses what its 32-bit grid and mask indices cannot
+    /// address, with a typed error; the 32-bit scratch layout is what it was, and the 64-bit
+    /// chunk ranks are 8-byte aligned, two words each.
+    #[test]
+    fn wide_limits_and_scratch() {
+        let wide = |h, w| Job {
+            labels: LabelWidth::U64,
+            ..job(h, w)
+        };
+        assert!(check_wide(&wide(70000, 70000)).is_ok());
+        assert!(check_wide(&wide(1, (1 << 31) - 1)).is_ok());
+        for (h, w) in [(1, 1 << 31), (1 << 31, 1), (1 << 27, 1024), (usize::MAX, 2)] {
+            match check_wide(&wide(h, w)) {
+                Err(crate::Error::InvalidArgument(m)) => assert!(m.contains("2^31"), "{m}"),
+                other => panic!("{h}×{w}: {other:?}"),
+            }
+        }
+        assert!(check_wide(&wide((1 << 27) - 1, 1024)).is_ok());
+        for (h, w) in [(1, 1), (3, 1025), (33, 70000), (70000, 70000)] {
+            let (narrow, wide) = (job(h, w), wide(h, w));
+            let entries = h * w.div_ceil(TILE_W);
+            let chunks = entries.div_ceil(COUNT_CHUNK);
+            assert_eq!(
+                scratch_words(&narrow),
+                65 * entries + chunks.next_multiple_of(4)
+            );
+            assert_eq!(chunk_word(&narrow), 65 * entries);
+            assert_eq!(chunk_word(&wide) % 2, 0);
+            assert!(chunk_word(&wide) >= 65 * entries);
+            assert_eq!(
+                masks_words(&wide),
+                chunk_word(&wide) + (2 * chunks).next_multiple_of(4)
+            );
+            let raw = Job {
+                numbering: Numbering::Raw,
+                ..wide
+            };
+            assert_eq!(masks_words(&raw), 32 * entries);
+            // The local roots: a u16 a site, 16-byte aligned after the masks.
+            for j in [wide, raw] {
+                let at = local_roots_word(&j);
+                assert!(at % 4 == 0 && at >= masks_words(&j) && at < masks_words(&j) + 4);
+                assert!((scratch_words(&j) - at) * 4 >= 2 * h * w);
+                assert!((scratch_words(&j) - at) * 4 < 2 * h * w + 16);
+            }
+        }
     }
 
     /// Every tile row holds at most ceil(columns / 2) runs, each at most one component.

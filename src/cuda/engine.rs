@@ -2,7 +2,7 @@
 //! [`CudaLabeler`](super::CudaLabeler): a device context with its compiled kernels and the small
 //! scratch buffer every pipeline uses, and the dispatch from a job to a kernel family.
 
-use super::family::{Family, ModuleKey, SiteType};
+use super::family::{Family, LabelWidth, ModuleKey, SiteType};
 use super::runtime::{cuda_err, DevBuf, Gpu, PinnedBuf};
 use super::{
     bit_runs, block_union_find, canonical, ha4, label_equivalence, swendsen_wang, tile_merge,
@@ -13,7 +13,8 @@ use crate::Algorithm;
 use crate::{Error, Result};
 use cudarc::driver::{result as dres, sys};
 
-/// Canonical labels flag roots with bit 31, so they need fewer than 2^31 sites.
+/// Canonical 32-bit labels flag roots with bit 31, so they need fewer than 2^31 sites (64-bit
+/// ones flag them with bit 63).
 pub(crate) const MAX_CANONICAL_SITES: usize = (1 << 31) - 1;
 
 /// Words at the start of the scratch buffer: `[0]` the cluster count, `[8..14]` label
@@ -58,6 +59,8 @@ pub(crate) struct Job {
     pub segments: bool,
     pub family: Family,
     pub numbering: Numbering,
+    /// The label width: 64-bit labels (bit runs only) for lattices of any size.
+    pub labels: LabelWidth,
 }
 
 impl Job {
@@ -98,6 +101,7 @@ impl Job {
             site: self.site,
             conn8: self.connectivity == Connectivity::Eight,
             segments: self.segments,
+            labels: self.labels,
         }
     }
 }
@@ -126,12 +130,27 @@ pub(crate) fn family_of(algorithm: Algorithm, gpu: &Gpu, segments: bool) -> Resu
     }
 }
 
+/// The kernel family that labels into 64-bit labels for `algorithm`: bit runs, the only family
+/// with a 64-bit build ([`Algorithm::Auto`] picks it; on devices whose blocks cannot have its
+/// shared memory, 64-bit labels are not on the GPU).
+///
+/// # Errors
+/// [`Error::InvalidArgument`] for any other algorithm, naming `BitRuns`, or such a device.
+pub(crate) fn family_of_wide(algorithm: Algorithm, gpu: &Gpu, segments: bool) -> Result<Family> {
+    match algorithm {
+        Algorithm::Auto | Algorithm::BitRuns => family_of(Algorithm::BitRuns, gpu, segments),
+        other => Err(Error::InvalidArgument(format!(
+            "64-bit labels on the GPU come from Algorithm::BitRuns (or Auto), not {other:?}"
+        ))),
+    }
+}
+
 /// Device pointers handed to a family's driver.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Buffers {
     pub input: sys::CUdeviceptr,
     pub labels: sys::CUdeviceptr,
-    /// The cluster count (one `u32`).
+    /// The cluster count (one `u32`, or one `u64` for 64-bit labels).
     pub count: sys::CUdeviceptr,
     /// Label equivalence's state ([`LE_STATE_WORDS`] words).
     pub le_state: sys::CUdeviceptr,
@@ -152,6 +171,8 @@ pub(crate) struct Engine {
     pub gpu: Gpu,
     scratch: DevBuf,
     count_host: PinnedBuf,
+    /// The label width of the last job queued: its count is a `u32` or a `u64`.
+    count_width: LabelWidth,
 }
 
 impl Engine {
@@ -160,17 +181,30 @@ impl Engine {
             scratch: DevBuf::new(&gpu),
             count_host: PinnedBuf::new(&gpu.ctx),
             gpu,
+            count_width: LabelWidth::U32,
         }
     }
 
     /// Checks that the job can be labeled on the GPU with its numbering.
     pub(crate) fn check(&self, job: &Job) -> Result<()> {
+        if job.labels == LabelWidth::U64 {
+            // Any size the kernels' 32-bit grid and mask indices allow; canonical numbering
+            // flags roots with bit 63.
+            if job.family != Family::BitRuns {
+                return Err(Error::InvalidArgument(format!(
+                    "64-bit labels on the GPU come from Algorithm::BitRuns, not {:?}",
+                    job.family
+                )));
+            }
+            return bit_runs::check_wide(job);
+        }
         let n = job.sites();
         crate::lattice::check_size(job.height, job.width)?;
         if job.numbering == Numbering::Canonical && n > MAX_CANONICAL_SITES {
             return Err(Error::InvalidArgument(format!(
-                "canonical GPU labels need fewer than 2^31 sites (this lattice has {n}); \
-                 use Numbering::Raw or the CPU backend"
+                "canonical 32-bit GPU labels need fewer than 2^31 sites (this lattice has {n}); \
+                 use 64-bit labels (CudaLabeler::label_device64), Numbering::Raw or the CPU \
+                 backend"
             )));
         }
         Ok(())
@@ -230,7 +264,7 @@ impl Engine {
             }
             self.scratch.ensure(job.scratch_bytes())?;
         }
-        self.count_host.ensure(4)
+        self.count_host.ensure(8)
     }
 
     /// Prepares `job` when its module or scratch is missing, else only checks it and binds the
@@ -254,9 +288,10 @@ impl Engine {
         labels: sys::CUdeviceptr,
     ) -> Result<()> {
         self.ready(job)?;
+        self.count_width = job.labels;
         let bufs = self.buffers(job, input, labels);
         if job.sites() == 0 {
-            return self.gpu.memset_zero(bufs.count, 4);
+            return self.gpu.memset_zero(bufs.count, job.labels.bytes());
         }
         let gpu = &self.gpu;
         let module = self.module(job)?;
@@ -283,6 +318,7 @@ impl Engine {
             ));
         }
         self.ready(job)?;
+        self.count_width = job.labels;
         let bufs = self.buffers(job, input, 0);
         if job.sites() == 0 {
             self.gpu.memset_zero(bufs.count, 4)?;
@@ -306,12 +342,17 @@ impl Engine {
         labels: sys::CUdeviceptr,
         rec: &bit_runs::Records,
     ) -> Result<Buffers> {
-        if job.family != Family::BitRuns || job.segments || job.numbering != Numbering::Canonical {
+        if job.family != Family::BitRuns
+            || job.segments
+            || job.numbering != Numbering::Canonical
+            || job.labels != LabelWidth::U32
+        {
             return Err(Error::InvalidArgument(
-                "bit runs' pieces are ranked occupancy clusters".into(),
+                "bit runs' pieces are ranked occupancy clusters (32-bit)".into(),
             ));
         }
         self.ready(job)?;
+        self.count_width = job.labels;
         let bufs = self.buffers(job, input, labels);
         if job.sites() == 0 {
             self.gpu.memset_zero(bufs.count, 4)?;
@@ -353,12 +394,27 @@ impl Engine {
         if self.scratch.ptr == 0 {
             return Ok(0);
         }
-        self.count_host.ensure(4)?;
-        let dst = self.count_host.slice_mut::<u32>(1);
-        // SAFETY: `dst` is pinned and outlives the copy, which completes before the sync below.
-        unsafe { dres::memcpy_dtoh_async(dst, self.scratch.ptr, self.gpu.stream.cu_stream()) }
-            .map_err(|e| cuda_err("reading the cluster count", e))?;
+        self.count_host.ensure(8)?;
+        let stream = self.gpu.stream.cu_stream();
+        // SAFETY: the destination is pinned and outlives the copy, which completes before the
+        // sync below; the scratch's first word (two for 64-bit labels) holds the count.
+        let copied = unsafe {
+            match self.count_width {
+                LabelWidth::U32 => {
+                    let dst = self.count_host.slice_mut::<u32>(1);
+                    dres::memcpy_dtoh_async(dst, self.scratch.ptr, stream)
+                }
+                LabelWidth::U64 => {
+                    let dst = self.count_host.slice_mut::<u64>(1);
+                    dres::memcpy_dtoh_async(dst, self.scratch.ptr, stream)
+                }
+            }
+        };
+        copied.map_err(|e| cuda_err("reading the cluster count", e))?;
         self.gpu.sync()?;
-        Ok(self.count_host.slice_mut::<u32>(1)[0] as usize)
+        Ok(match self.count_width {
+            LabelWidth::U32 => self.count_host.slice_mut::<u32>(1)[0] as usize,
+            LabelWidth::U64 => self.count_host.slice_mut::<u64>(1)[0] as usize,
+        })
     }
 }

@@ -70,6 +70,27 @@ impl SiteType {
     }
 }
 
+/// The width of the labels (and of the global union-find forest) a module writes. Only bit runs
+/// has a 64-bit build (`LABEL64` in `bit_runs.cu`); the 32-bit build's source is unchanged by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub(crate) enum LabelWidth {
+    /// `u32` labels: lattices of at most [`MAX_SITES`](crate::MAX_SITES) sites.
+    #[default]
+    U32,
+    /// `u64` labels: lattices of any size.
+    U64,
+}
+
+impl LabelWidth {
+    /// Bytes per label.
+    pub(crate) fn bytes(self) -> usize {
+        match self {
+            LabelWidth::U32 => 4,
+            LabelWidth::U64 => 8,
+        }
+    }
+}
+
 /// A kernel family: one `.cu` file, compiled per configuration.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub(crate) enum Family {
@@ -129,6 +150,8 @@ pub(crate) struct ModuleKey {
     pub site: SiteType,
     pub conn8: bool,
     pub segments: bool,
+    /// The label width (64-bit only for bit runs).
+    pub labels: LabelWidth,
 }
 
 impl ModuleKey {
@@ -160,11 +183,16 @@ impl ModuleKey {
 
     pub(crate) fn describe(&self) -> String {
         format!(
-            "{} (sites {}, {}-connectivity{})",
+            "{} (sites {}, {}-connectivity{}{})",
             self.family.file(),
             self.site.c_name(),
             if self.conn8 { 8 } else { 4 },
-            if self.segments { ", segments" } else { "" }
+            if self.segments { ", segments" } else { "" },
+            if self.labels == LabelWidth::U64 {
+                ", 64-bit labels"
+            } else {
+                ""
+            }
         )
     }
 }
@@ -172,7 +200,8 @@ impl ModuleKey {
 impl ModuleSpec for ModuleKey {
     fn key(&self) -> u64 {
         // Exact, no hashing: each field in its own bits.
-        (self.family as u64) << 16
+        (self.labels as u64) << 24
+            | (self.family as u64) << 16
             | (self.site as u64) << 8
             | u64::from(self.conn8) << 1
             | u64::from(self.segments)
@@ -183,22 +212,26 @@ impl ModuleSpec for ModuleKey {
     }
 
     /// The configuration's defines, then the shared helpers, canonical numbering, the family's
-    /// kernels and (block union-find, bit runs) the analysis kernels, by `#include`.
+    /// kernels and (block union-find, bit runs) the analysis kernels, by `#include`. 64-bit
+    /// labels add `LABEL64` and leave the (32-bit) analysis out; the 32-bit source is the same
+    /// text as before they existed.
     fn source(&self) -> String {
         let (bw, bh) = self.block_shape();
-        let analysis = if self.family.with_analysis() {
+        let wide = self.labels == LabelWidth::U64;
+        let analysis = if self.family.with_analysis() && !wide {
             "#include \"analysis.cu\"\n"
         } else {
             ""
         };
         format!(
             "#define SITE_T {}\n#define CONN8 {}\n#define SEGMENTS {}\n#define BW {bw}\n#define BH {bh}\n\
-             #define ALL_SITES {}\n\
+             #define ALL_SITES {}\n{}\
              #include \"common.cuh\"\n#include \"canonical.cu\"\n#include \"{}\"\n{analysis}",
             self.site.c_name(),
             self.conn8 as u32,
             self.segments as u32,
             (self.family == Family::SwendsenWang) as u32,
+            if wide { "#define LABEL64 1\n" } else { "" },
             self.family.file(),
         )
     }
@@ -208,13 +241,18 @@ impl ModuleSpec for ModuleKey {
     }
 
     fn kernels(&self) -> Vec<&'static str> {
-        let mut k = self.family.kernels().to_vec();
+        let mut k = if self.labels == LabelWidth::U64 {
+            super::bit_runs::KERNELS_64.to_vec()
+        } else {
+            self.family.kernels().to_vec()
+        };
         k.extend_from_slice(super::canonical::KERNELS);
         k
     }
 
     fn shared_bytes(&self, kernel: &str, max_optin: usize) -> Option<usize> {
         match self.family {
+            Family::BitRuns if self.labels == LabelWidth::U64 && kernel != "br_local" => None,
             Family::BitRuns => {
                 super::bit_runs::kernel_shared_bytes(kernel, self.segments, max_optin)
             }
@@ -249,6 +287,7 @@ mod tests {
                             site,
                             conn8,
                             segments,
+                            labels: LabelWidth::U32,
                         };
                         for arch in [target_arch(75).unwrap(), target_arch(90).unwrap()] {
                             let cubin =
@@ -262,6 +301,65 @@ mod tests {
         }
     }
 
+    /// Bit runs' 64-bit build compiles in every configuration (sites, connectivity, segments)
+    /// for both architectures, with the kernels its module loads.
+    #[test]
+    fn every_64_bit_configuration_compiles() {
+        if !super::super::runtime::nvrtc::tests::nvrtc_present() {
+            return;
+        }
+        for site in [SiteType::U8, SiteType::U16, SiteType::U32] {
+            for conn8 in [false, true] {
+                for segments in [false, true] {
+                    let key = ModuleKey {
+                        family: Family::BitRuns,
+                        site,
+                        conn8,
+                        segments,
+                        labels: LabelWidth::U64,
+                    };
+                    assert!(key.kernels().contains(&"br_scan"));
+                    assert!(!key.kernels().contains(&"br_local_ana"));
+                    for arch in [target_arch(75).unwrap(), target_arch(90).unwrap()] {
+                        let cubin = compile_cubin(&key.name(), &key.source(), key.headers(), &arch)
+                            .unwrap_or_else(|e| panic!("{e}"));
+                        assert!(!cubin.is_empty());
+                    }
+                }
+            }
+        }
+    }
+
+    /// The 32-bit module's source is the text it was before 64-bit labels (so its code is too:
+    /// the 32-bit path cannot have become slower), and the 64-bit one differs only by the
+    /// define and the analysis it leaves out; their cache keys differ.
+    #[test]
+    fn label_width_sources_and_keys() {
+        let key = |labels| ModuleKey {
+            family: Family::BitRuns,
+            site: SiteType::U8,
+            conn8: false,
+            segments: false,
+            labels,
+        };
+        let (narrow, wide) = (key(LabelWidth::U32), key(LabelWidth::U64));
+        assert_eq!(
+            narrow.source(),
+            "#define SITE_T unsigned char\n#define CONN8 0\n#define SEGMENTS 0\n#define BW 1\n\
+             #define BH 1\n#define ALL_SITES 0\n#include \"common.cuh\"\n\
+             #include \"canonical.cu\"\n#include \"bit_runs.cu\"\n#include \"analysis.cu\"\n"
+        );
+        assert_eq!(
+            wide.source(),
+            "#define SITE_T unsigned char\n#define CONN8 0\n#define SEGMENTS 0\n#define BW 1\n\
+             #define BH 1\n#define ALL_SITES 0\n#define LABEL64 1\n#include \"common.cuh\"\n\
+             #include \"canonical.cu\"\n#include \"bit_runs.cu\"\n"
+        );
+        assert_ne!(narrow.key(), wide.key());
+        assert_eq!(narrow.key(), (Family::BitRuns as u64) << 16);
+        assert!(wide.name().contains("64-bit labels") && !narrow.name().contains("64"));
+    }
+
     /// The bond-labeling and Swendsen–Wang module compiles.
     #[test]
     fn swendsen_wang_compiles() {
@@ -273,6 +371,7 @@ mod tests {
             site: SiteType::U8,
             conn8: false,
             segments: false,
+            labels: LabelWidth::U32,
         };
         for arch in [target_arch(75).unwrap(), target_arch(90).unwrap()] {
             let cubin = compile_cubin(&key.name(), &key.source(), key.headers(), &arch)

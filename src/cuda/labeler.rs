@@ -15,6 +15,14 @@ use super::*;
 /// site; none for segments, whose forest is the label array) and the cells of the 32×32-block
 /// tiles' edges (a `u32` per 8 blocks). Label equivalence and tile merge use the label array as
 /// their forest.
+///
+/// **64-bit labels**, for lattices of any size (beyond [`MAX_SITES`](crate::MAX_SITES) sites,
+/// e.g. 70000 × 70000 on an 80 GB GPU): [`CudaLabeler::label_device64`] and
+/// [`CudaLabeler::label_host64_into`] run bit runs' 64-bit build (`Algorithm::Auto` or
+/// `BitRuns`; other algorithms are an [`Error::InvalidArgument`] naming it), both numberings,
+/// labels identical to the 32-bit ones widened where both apply. Device memory: the lattice,
+/// 8 bytes a site of labels and 2 bytes a site (plus 1 bit, 2 for canonical numbering) of
+/// scratch.
 pub struct CudaLabeler {
     pub(super) backend: CudaBackend,
     spec: Spec,
@@ -116,6 +124,26 @@ impl CudaLabeler {
                 self.spec.segments,
             )?,
             numbering: self.numbering,
+            labels: LabelWidth::U32,
+        })
+    }
+
+    /// The job of a `height × width` lattice of `T` into 64-bit labels.
+    pub(super) fn job64<T: SiteValue>(&self, height: usize, width: usize) -> Result<Job> {
+        Ok(Job {
+            site: SiteType::of::<T>(),
+            height,
+            width,
+            connectivity: self.spec.connectivity,
+            boundary: self.spec.boundary,
+            segments: self.spec.segments,
+            family: family_of_wide(
+                self.spec.algorithm,
+                &self.backend.engine.gpu,
+                self.spec.segments,
+            )?,
+            numbering: self.numbering,
+            labels: LabelWidth::U64,
         })
     }
 
@@ -130,6 +158,80 @@ impl CudaLabeler {
     pub fn prepare<T: SiteValue>(&mut self, height: usize, width: usize) -> Result<()> {
         let job = self.job::<T>(height, width)?;
         self.backend.engine.prepare(&job)
+    }
+
+    /// [`CudaLabeler::prepare`] for 64-bit labels ([`CudaLabeler::label_device64`]).
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an algorithm other than `Auto`/`BitRuns` or a lattice
+    /// beyond the 64-bit kernels' indices (2^31 rows or columns), [`Error::KernelCompile`],
+    /// [`Error::OutOfDeviceMemory`], [`Error::Cuda`].
+    pub fn prepare64<T: SiteValue>(&mut self, height: usize, width: usize) -> Result<()> {
+        let job = self.job64::<T>(height, width)?;
+        self.backend.engine.prepare(&job)
+    }
+
+    /// [`CudaLabeler::label_device`] into 64-bit labels, for lattices of any size: queues the
+    /// labeling of the `height × width` lattice `input` into `output` (`height * width` `u64`
+    /// labels, numbered as [`CudaLabeler::numbering`] says: raw labels are the smallest site
+    /// index + 1) and returns without waiting; [`CudaLabeler::count`] gives the number of
+    /// clusters. Allocates nothing after the first call for a lattice that large (or
+    /// [`CudaLabeler::prepare64`]). Device memory besides `input` and `output`: 2 bytes and
+    /// 1 bit a site of scratch (2 bits for canonical numbering) and small counts.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when a buffer's length is not `height * width` and the
+    /// errors of [`CudaLabeler::prepare64`]; [`Error::Cuda`] when a launch fails.
+    pub fn label_device64<T, I, O>(
+        &mut self,
+        input: &I,
+        height: usize,
+        width: usize,
+        output: &mut O,
+    ) -> Result<()>
+    where
+        T: SiteValue,
+        I: DevicePtr<T>,
+        O: DevicePtrMut<u64>,
+    {
+        let job = self.job64::<T>(height, width)?;
+        self.backend.engine.check(&job)?;
+        let n = job.sites();
+        if input.len() != n || output.len() != n {
+            return Err(Error::InvalidArgument(format!(
+                "a {height}×{width} lattice needs {n} sites and {n} labels, got buffers of {} \
+                 and {}",
+                input.len(),
+                output.len()
+            )));
+        }
+        let stream = self.backend.engine.gpu.stream.clone();
+        let (in_ptr, _read) = input.device_ptr(&stream);
+        let (out_ptr, _write) = output.device_ptr_mut(&stream);
+        self.backend.engine.run(&job, in_ptr, out_ptr)
+    }
+
+    /// Labels a host lattice of any size on the GPU into 64-bit labels `out`, numbered as
+    /// [`CudaLabeler::numbering`] says; returns the number of clusters. The lattice and the
+    /// labels pass through pinned host bands of 64 MB, so the host needs no second copy.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`] when `out` does not have the lattice's shape,
+    /// [`Error::OutOfDeviceMemory`] (bytes needed and free) when the lattice, its labels and
+    /// the scratch do not fit on the device, and the errors of [`CudaLabeler::prepare64`].
+    pub fn label_host64_into<T: SiteValue>(
+        &mut self,
+        lattice: ArrayView2<'_, T>,
+        out: ArrayViewMut2<'_, u64>,
+    ) -> Result<usize> {
+        match self.numbering {
+            // The backend's own entry point (what the front end calls), canonical.
+            Numbering::Canonical => self.backend.label64(T::input(lattice), &self.spec, out),
+            Numbering::Raw => {
+                self.backend
+                    .label_wide(T::input(lattice), &self.spec, Numbering::Raw, out)
+            }
+        }
     }
 
     /// Queues the labeling of the `height × width` lattice `input` (row-major, on this

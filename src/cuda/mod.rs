@@ -12,7 +12,8 @@
 //!   [`compile_stats`] says what compiling cost this process.
 //! - [`CudaLabeler`]: labels lattices that already live on the GPU ([`CudaLabeler::label_device`],
 //!   no host synchronisation and no allocation per call) or host arrays
-//!   ([`CudaLabeler::label_host`]).
+//!   ([`CudaLabeler::label_host`]); into `u64` labels for lattices of any size
+//!   ([`CudaLabeler::label_device64`], [`CudaLabeler::label_host64_into`]; bit runs only).
 //! - Bond-masked labeling ([`crate::Labeler::label_packed_bonds_into`] and
 //!   [`crate::Labeler::bond_roots_into`] with [`crate::Backend::Cuda`]) and
 //!   [`CudaSwendsenWang`], the device-resident Swendsen–Wang sweep that
@@ -90,8 +91,8 @@ use crate::lattice::{Boundary, Connectivity, SiteValue};
 use crate::Algorithm;
 use crate::{Error, Labels, Result};
 use cudarc::driver::{result as dres, sys, CudaContext, CudaStream, DevicePtr, DevicePtrMut};
-use engine::{family_of, Engine, Job};
-use family::SiteType;
+use engine::{family_of, family_of_wide, Engine, Job};
+use family::{LabelWidth, SiteType};
 use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 use rows::{copy_rows, fill_rows};
 use runtime::{cuda_err, DevBuf, Gpu, PinnedBuf};
@@ -187,7 +188,8 @@ impl CudaDevice {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub enum Numbering {
     /// 1..=n in raster order of each cluster's first site (scipy's numbering, identical to the
-    /// CPU's). Needs fewer than 2^31 sites.
+    /// CPU's). Needs fewer than 2^31 sites with `u32` labels; any size with `u64` labels
+    /// ([`CudaLabeler::label_device64`]).
     #[default]
     Canonical,
     /// Root-index labels: each cluster is labeled with the site index + 1 of its smallest site
@@ -284,6 +286,7 @@ impl CudaBackend {
             segments: spec.segments,
             family: family_of(spec.algorithm, &self.engine.gpu, spec.segments)?,
             numbering,
+            labels: LabelWidth::U32,
         };
         self.engine.check(&job)?;
         let n = h * w;
@@ -342,6 +345,103 @@ impl CudaBackend {
     }
 }
 
+/// Bytes of labels staged through pinned host memory at a time by the 64-bit host path: the
+/// lattice and its labels go up and down in bands of whole rows, so a lattice of billions of
+/// sites needs no pinned copy of itself (4.9·10^9 sites: 39 GB of labels).
+const WIDE_STAGE_BYTES: usize = 64 << 20;
+
+impl CudaBackend {
+    /// Labels a host lattice into 64-bit labels `out` with the given numbering (bit runs' 64-bit
+    /// build), staging it through pinned bands of at most [`WIDE_STAGE_BYTES`]; returns the
+    /// cluster count. The device holds the lattice, the labels (8 bytes a site) and bit runs'
+    /// scratch (2 bytes and 1 bit a site raw, 2 bits canonical, plus small counts), checked
+    /// before allocating.
+    ///
+    /// # Errors
+    /// [`Error::ShapeMismatch`], [`Error::InvalidArgument`] for an algorithm other than
+    /// `BitRuns`/`Auto` or a lattice beyond the kernels' indices, [`Error::OutOfDeviceMemory`]
+    /// with the bytes needed and free, [`Error::Cuda`].
+    pub(crate) fn label_wide(
+        &mut self,
+        input: Input<'_>,
+        spec: &Spec,
+        numbering: Numbering,
+        mut out: ArrayViewMut2<'_, u64>,
+    ) -> Result<usize> {
+        let dim = input.dim();
+        let (h, w) = dim;
+        if out.dim() != dim {
+            return Err(Error::ShapeMismatch {
+                expected: [h, w],
+                found: [out.nrows(), out.ncols()],
+            });
+        }
+        let site = match input {
+            Input::U8(_) => SiteType::U8,
+            Input::U16(_) => SiteType::U16,
+            Input::U32(_) => SiteType::U32,
+        };
+        let job = Job {
+            site,
+            height: h,
+            width: w,
+            connectivity: spec.connectivity,
+            boundary: spec.boundary,
+            segments: spec.segments,
+            family: family_of_wide(spec.algorithm, &self.engine.gpu, spec.segments)?,
+            numbering,
+            labels: LabelWidth::U64,
+        };
+        self.engine.check(&job)?;
+        let n = job.sites();
+        if n == 0 {
+            return Ok(0);
+        }
+        // (check_wide bounds the sites far below an overflow of either product.)
+        let (in_bytes, out_bytes) = (n * site.size(), n * 8);
+        let st = &mut self.staging;
+        self.engine.reserve(
+            [(&mut st.dev_in, in_bytes), (&mut st.dev_out, out_bytes)],
+            &job,
+        )?;
+        let band = (WIDE_STAGE_BYTES / (w * 8)).clamp(1, h);
+        st.pin_in.ensure(band * w * site.size())?;
+        st.pin_out.ensure(band * w * 8)?;
+        let stream = self.engine.gpu.stream.cu_stream();
+        for y0 in (0..h).step_by(band) {
+            let rows = band.min(h - y0);
+            let (m, at) = (rows * w, (y0 * w * site.size()) as u64);
+            let rows_of = ndarray::s![y0..y0 + rows, ..];
+            match input {
+                Input::U8(a) => fill_rows(a.slice(rows_of), st.pin_in.slice_mut(m)),
+                Input::U16(a) => fill_rows(a.slice(rows_of), st.pin_in.slice_mut(m)),
+                Input::U32(a) => fill_rows(a.slice(rows_of), st.pin_in.slice_mut(m)),
+            }
+            let src = st.pin_in.slice_mut::<u8>(m * site.size());
+            // SAFETY: the pinned band holds the bytes copied and is not touched again before the
+            // sync below; the device buffer holds the whole lattice (reserved above).
+            unsafe { dres::memcpy_htod_async(st.dev_in.ptr + at, src, stream) }
+                .map_err(|e| cuda_err("copying the lattice to the GPU", e))?;
+            // (The band is refilled next: its copy must be done.)
+            self.engine.gpu.sync()?;
+        }
+        self.engine.run(&job, st.dev_in.ptr, st.dev_out.ptr)?;
+        let count = self.engine.count()?;
+        for y0 in (0..h).step_by(band) {
+            let rows = band.min(h - y0);
+            let (m, at) = (rows * w, (y0 * w * 8) as u64);
+            let dst = st.pin_out.slice_mut::<u64>(m);
+            // SAFETY: as above, for the labels' band.
+            unsafe { dres::memcpy_dtoh_async(dst, st.dev_out.ptr + at, stream) }
+                .map_err(|e| cuda_err("copying the labels from the GPU", e))?;
+            self.engine.gpu.sync()?;
+            let mut rows_out = out.slice_mut(ndarray::s![y0..y0 + rows, ..]);
+            copy_rows(st.pin_out.slice_mut::<u64>(m), &mut rows_out);
+        }
+        Ok(count)
+    }
+}
+
 impl LabelBackend for CudaBackend {
     fn name(&self) -> String {
         format!("cuda:{}", self.ordinal)
@@ -354,6 +454,15 @@ impl LabelBackend for CudaBackend {
         out: ArrayViewMut2<'_, u32>,
     ) -> Result<usize> {
         self.label_numbered(input, spec, Numbering::Canonical, out)
+    }
+
+    fn label64(
+        &mut self,
+        input: Input<'_>,
+        spec: &Spec,
+        out: ArrayViewMut2<'_, u64>,
+    ) -> Result<usize> {
+        self.label_wide(input, spec, Numbering::Canonical, out)
     }
 
     fn size_counts(&mut self, input: Input<'_>, spec: &Spec, out: &mut SizeCounts) -> Result<()> {

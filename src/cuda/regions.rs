@@ -8,7 +8,7 @@
 //! (plus its forest); the mask kernel reads `4n` labels and writes `n` (and reads the roots'
 //! mask bytes, cached). Absorption adds `2n` (complement), a labeling, and `5n` more.
 
-use super::family::{Family, ModuleKey, SiteType};
+use super::family::{Family, LabelWidth, ModuleKey, SiteType};
 use super::runtime::{cuda_err, kernel_args, DevBuf, PinnedBuf};
 use super::{CudaLabeler, Numbering};
 use crate::core::region::{check, group, Criterion, Plan, Sample};
@@ -36,6 +36,7 @@ const KEY: ModuleKey = ModuleKey {
     site: SiteType::U8,
     conn8: false,
     segments: false,
+    labels: LabelWidth::U32,
 };
 
 const THREADS: u32 = 256;

@@ -21,9 +21,9 @@ pub(super) fn fill_rows<T: SiteValue>(src: ArrayView2<'_, T>, dst: &mut [T]) {
 }
 
 /// The contiguous `src` into the rows of `dst` (in parallel for large lattices).
-pub(super) fn copy_rows(src: &[u32], dst: &mut ArrayViewMut2<'_, u32>) {
+pub(super) fn copy_rows<T: Copy + Send + Sync>(src: &[T], dst: &mut ArrayViewMut2<'_, T>) {
     let w = dst.ncols();
-    let row = |(s, mut d): (&[u32], ndarray::ArrayViewMut1<'_, u32>)| match d.as_slice_mut() {
+    let row = |(s, mut d): (&[T], ndarray::ArrayViewMut1<'_, T>)| match d.as_slice_mut() {
         Some(d) => d.copy_from_slice(s),
         None => d.iter_mut().zip(s).for_each(|(d, &s)| *d = s),
     };

@@ -22,7 +22,7 @@
 
 use super::canonical::{self, Geo};
 use super::engine::{Buffers, FamilyScratch, Job};
-use super::family::{Family, ModuleKey, SiteType};
+use super::family::{Family, LabelWidth, ModuleKey, SiteType};
 use super::runtime::{cuda_err, kernel_args, Gpu, Module};
 use super::{copy_rows, CudaBackend, Numbering};
 use crate::core::bonds::PackedBonds;
@@ -55,6 +55,7 @@ pub(super) const KEY: ModuleKey = ModuleKey {
     site: SiteType::U8,
     conn8: false,
     segments: false,
+    labels: LabelWidth::U32,
 };
 
 /// Bytes of the saved leaving bonds: a byte per site of each tile's last column and last row.
@@ -166,6 +167,7 @@ impl CudaBackend {
             segments: false,
             family: Family::SwendsenWang,
             numbering,
+            labels: LabelWidth::U32,
         };
         self.engine.check(&job)?;
         let n = h * w;

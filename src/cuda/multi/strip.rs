@@ -4,7 +4,7 @@
 
 use super::super::canonical::{self, Geo};
 use super::super::engine::{family_of, Engine, Job};
-use super::super::family::{Family, ModuleKey, SiteType};
+use super::super::family::{Family, LabelWidth, ModuleKey, SiteType};
 use super::super::runtime::{cuda_err, kernel_args, DevBuf, Gpu, Module, PinnedBuf};
 use super::super::Numbering;
 use super::layout::Strip;
@@ -125,6 +125,7 @@ impl StripGpu {
             segments: kind.segments,
             family: family_of(kind.algorithm, &self.engine.gpu, kind.segments)?,
             numbering: Numbering::Raw,
+            labels: LabelWidth::U32,
         })
     }
 
@@ -135,6 +136,7 @@ impl StripGpu {
             site: kind.site,
             conn8: false,
             segments: false,
+            labels: LabelWidth::U32,
         }
     }
 

@@ -263,7 +263,7 @@ fn strips_equal_one_lattice() {
 /// The strip kernels compile with NVRTC for every site type (no GPU needed).
 #[test]
 fn strip_kernels_compile() {
-    use crate::cuda::family::{Family, ModuleKey, SiteType};
+    use crate::cuda::family::{Family, LabelWidth, ModuleKey, SiteType};
     use crate::cuda::runtime::nvrtc::{compile_cubin, target_arch};
     use crate::cuda::runtime::ModuleSpec;
     if !crate::cuda::runtime::nvrtc::tests::nvrtc_present() {
@@ -275,6 +275,7 @@ fn strip_kernels_compile() {
             site,
             conn8: false,
             segments: false,
+            labels: LabelWidth::U32,
         };
         for arch in [target_arch(75).unwrap(), target_arch(90).unwrap()] {
             let cubin = compile_cubin(&key.name(), &key.source(), key.headers(), &arch)
