@@ -1,15 +1,17 @@
 //! [`Labeler`]: a reusable labeling plan that owns its buffers.
 
+use crate::core::alloc::{check_available, human_bytes};
 use crate::core::backend::LabelBackend;
-use crate::core::lattice::check_size;
+use crate::core::labels::{LabelValue, Staging};
+use crate::core::lattice::{check_size, check_size_for};
 use crate::core::options::Spec;
 use crate::cpu::{pool::CpuPool, CpuBackend};
 use crate::device::Device;
 use crate::{
     Algorithm, Backend, Boundary, Connectivity, Error, Labels, Options, Parallelism, Result,
-    SiteValue, SizeCounts,
+    SiteValue, SizeCounts, MAX_SITES_64,
 };
-use ndarray::{Array2, ArrayView2, ArrayViewMut2};
+use ndarray::{ArrayView2, ArrayViewMut2};
 
 // Bond-masked labeling (`label_bonds*`, `bond_roots_into`): its own file.
 mod bonds;
@@ -40,8 +42,8 @@ pub struct Labeler {
     options: Options,
     device: Device,
     backend: Box<dyn LabelBackend + Send>,
-    /// Label buffer for outputs whose rows are not contiguous.
-    staging: Array2<u32>,
+    /// Label buffers for outputs whose rows are not contiguous.
+    staging: Staging,
     /// Buffers of bond-masked labeling, kept between calls.
     bond_scratch: bonds::Scratch,
 }
@@ -55,7 +57,7 @@ impl Labeler {
             options: Options::new(connectivity, boundary),
             backend: Box::new(CpuBackend::new(pool.clone())),
             device: Device::Cpu(pool),
-            staging: Array2::zeros((0, 0)),
+            staging: Staging::default(),
             bond_scratch: Default::default(),
         }
     }
@@ -70,7 +72,7 @@ impl Labeler {
             options,
             backend: device.label_backend()?,
             device,
-            staging: Array2::zeros((0, 0)),
+            staging: Staging::default(),
             bond_scratch: Default::default(),
         })
     }
@@ -158,17 +160,38 @@ impl Labeler {
 
     /// Labels `lattice` into `out` and returns the number of clusters.
     ///
+    /// The labels are `u32` or `u64`, as `out` is ([`LabelValue`]): `u32` labels number up to
+    /// [`MAX_SITES`](crate::MAX_SITES) sites, `u64` ones any lattice that fits in memory (up to
+    /// [`MAX_SITES_64`](crate::MAX_SITES_64)), with the same numbering — a `u64` labeling of a
+    /// lattice that `u32` labels can number gives the `u32` labels, widened.
+    ///
     /// Any view is accepted: strided, transposed and sliced lattices give the labels of the
     /// lattice they show (rows that are not contiguous are copied first).
     ///
+    /// ```
+    /// use clusterlab::{Boundary, Connectivity, Labeler};
+    /// use ndarray::{array, Array2};
+    ///
+    /// let mut labeler = Labeler::new(Connectivity::Four, Boundary::Open);
+    /// let lattice = array![[1u8, 0, 1], [1, 0, 1]];
+    /// let mut labels = Array2::<u64>::zeros((2, 3));
+    /// assert_eq!(labeler.label_into(lattice.view(), labels.view_mut())?, 2);
+    /// assert_eq!(labels, array![[1u64, 0, 2], [1, 0, 2]]);
+    /// # Ok::<(), clusterlab::Error>(())
+    /// ```
+    ///
     /// # Errors
     /// [`Error::ShapeMismatch`] when `out` does not have the lattice's shape,
-    /// [`Error::TooManySites`] beyond [`MAX_SITES`](crate::MAX_SITES) sites,
-    /// [`Error::InvalidArgument`] for an algorithm the backend lacks or a thread count of 0.
-    pub fn label_into<T: SiteValue>(
+    /// [`Error::TooManySites`] beyond [`MAX_SITES`](crate::MAX_SITES) sites with `u32` labels
+    /// (or [`MAX_SITES_64`](crate::MAX_SITES_64) with `u64` ones),
+    /// [`Error::InvalidArgument`] for an algorithm the backend lacks (or a backend without
+    /// 64-bit labels) or a thread count of 0; with `u64` labels, [`Error::OutOfMemory`] when the
+    /// backend's scratch would not fit in what the machine has free (with the estimate), or the
+    /// GPU's errors ([`Error::OutOfDeviceMemory`], …).
+    pub fn label_into<T: SiteValue, L: LabelValue>(
         &mut self,
         lattice: ArrayView2<'_, T>,
-        mut out: ArrayViewMut2<'_, u32>,
+        mut out: ArrayViewMut2<'_, L>,
     ) -> Result<usize> {
         let (h, w) = lattice.dim();
         if out.dim() != (h, w) {
@@ -177,7 +200,7 @@ impl Labeler {
                 found: [out.nrows(), out.ncols()],
             });
         }
-        check_size(h, w)?;
+        check_size_for(h, w, L::MAX_SITES)?;
         let copy;
         let lattice = if rows_contiguous(lattice.strides(), w) {
             lattice
@@ -191,15 +214,16 @@ impl Labeler {
             ..self.options.spec()
         };
         if rows_contiguous(out.strides(), w) {
-            self.backend.label(input, &spec, out)
-        } else {
-            if self.staging.dim() != (h, w) {
-                self.staging = Array2::zeros((h, w));
-            }
-            let n = self.backend.label(input, &spec, self.staging.view_mut())?;
-            out.assign(&self.staging);
-            Ok(n)
+            return L::label(self.backend.as_mut(), input, &spec, out);
         }
+        // Through a buffer with contiguous rows, of the label type.
+        let staging = L::staging(&mut self.staging);
+        if staging.dim() != (h, w) {
+            *staging = crate::core::alloc::zeros(h, w, "the label staging buffer")?;
+        }
+        let n = L::label(self.backend.as_mut(), input, &spec, staging.view_mut())?;
+        out.assign(staging);
+        Ok(n)
     }
 
     /// Counts the clusters of `lattice` by size into `counts`, with the clusters that wrap (by
@@ -268,6 +292,65 @@ impl Labeler {
         let count = self.label_into(lattice, array.view_mut())?;
         Ok(Labels { array, count })
     }
+
+    /// Labels `lattice` into a new image of `u64` labels: for lattices beyond
+    /// [`MAX_SITES`](crate::MAX_SITES) sites, or wherever 64-bit labels are wanted (the numbering
+    /// is [`Labeler::label`]'s). On the CPU this is the same strip labeler, writing 8-byte labels
+    /// (its union-find indices stay `u32` while the lattice's runs fit them).
+    ///
+    /// Before allocating, the bytes the labeling needs — the label image (8 a site), a copy of
+    /// an input whose rows are not contiguous, and on the CPU the algorithm's scratch — are
+    /// compared with what the machine has available (`MemAvailable`); what does not fit is
+    /// refused with the estimate, instead of failing half-way.
+    ///
+    /// ```
+    /// use clusterlab::{Boundary, Connectivity, Labeler};
+    /// use ndarray::array;
+    ///
+    /// let mut labeler = Labeler::new(Connectivity::Eight, Boundary::Open);
+    /// let labels = labeler.label64(array![[1u8, 0, 0], [0, 1, 0], [0, 0, 0]].view())?;
+    /// assert_eq!((labels.count(), labels.array()[[1, 1]]), (1, 1u64));
+    /// # Ok::<(), clusterlab::Error>(())
+    /// ```
+    ///
+    /// # Errors
+    /// As [`Labeler::label_into`] with `u64` labels, and [`Error::OutOfMemory`] (with the
+    /// estimate of the bytes) when the labeling does not fit in the memory available.
+    pub fn label64<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<Labels<u64>> {
+        let (h, w) = lattice.dim();
+        check_size_for(h, w, MAX_SITES_64)?;
+        let sites = h * w;
+        let labels = sites.saturating_mul(8);
+        let copy = if rows_contiguous(lattice.strides(), w) {
+            0
+        } else {
+            sites.saturating_mul(std::mem::size_of::<T>())
+        };
+        // The CPU's scratch comes from the same memory; a GPU checks its own.
+        let scratch = match &self.device {
+            Device::Cpu(pool) => {
+                let threads = pool.install(|t| t)?;
+                crate::cpu::label64_scratch_bytes(h, w, self.options.segments, threads)
+            }
+            _ => 0,
+        };
+        let new = labels.saturating_add(copy).saturating_add(scratch);
+        let input = sites.saturating_mul(std::mem::size_of::<T>());
+        check_available(
+            new,
+            new.saturating_add(input),
+            &format!(
+                "64-bit labeling of {h} × {w} sites on {} (input {}, labels {}, scratch {})",
+                self.backend.name(),
+                human_bytes(input.saturating_add(copy) as u64),
+                human_bytes(labels as u64),
+                human_bytes(scratch as u64)
+            ),
+        )?;
+        let mut array = crate::core::alloc::zeros(h, w, "the 64-bit label image")?;
+        let count = self.label_into(lattice, array.view_mut())?;
+        Ok(Labels { array, count })
+    }
 }
 
 /// Whether each row is contiguous in memory (stride 1 along `x`, or at most one column).
@@ -285,6 +368,18 @@ impl crate::core::lattice::Lattice {
             Self::U8(a) => labeler.label(a.view()),
             Self::U16(a) => labeler.label(a.view()),
             Self::U32(a) => labeler.label(a.view()),
+        }
+    }
+
+    /// Labels the lattice with `labeler` into `u64` labels, whatever its site type.
+    ///
+    /// # Errors
+    /// As [`Labeler::label64`].
+    pub fn label64_with(&self, labeler: &mut Labeler) -> Result<Labels<u64>> {
+        match self {
+            Self::U8(a) => labeler.label64(a.view()),
+            Self::U16(a) => labeler.label64(a.view()),
+            Self::U32(a) => labeler.label64(a.view()),
         }
     }
 }

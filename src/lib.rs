@@ -76,8 +76,8 @@ use crate::core::{lattice, rule};
 
 pub use crate::core::bonds::PackedBonds;
 pub use crate::core::error::{Error, Result};
-pub use crate::core::labels::Labels;
-pub use crate::core::lattice::{Boundary, Connectivity, SiteValue, MAX_SITES};
+pub use crate::core::labels::{LabelValue, Labels};
+pub use crate::core::lattice::{Boundary, Connectivity, SiteValue, MAX_SITES, MAX_SITES_64};
 pub use crate::core::options::{Algorithm, Backend, Options, Parallelism, MAX_THREADS};
 pub use analysis::{analyze, measure, Analyzer, PercolatingCluster, SizeCounts};
 pub use labeler::Labeler;
@@ -100,6 +100,34 @@ pub fn label(
     boundary: Boundary,
 ) -> Result<Labels> {
     Labeler::new(connectivity, boundary).label(lattice)
+}
+
+/// Labels the clusters of a lattice (nonzero = occupied) into `u64` labels on the CPU with the
+/// fastest algorithm: for lattices beyond [`MAX_SITES`] sites (up to [`MAX_SITES_64`], as memory
+/// allows), with [`label`]'s numbering. The same strip labeler as `u32` labels, writing 8-byte
+/// labels; the bytes it needs are checked against the memory available before anything is
+/// allocated ([`Labeler::label64`]). For segments, other backends or repeated calls, use a
+/// [`Labeler`]; for a caller's own `u64` array, [`Labeler::label_into`].
+///
+/// ```
+/// use clusterlab::{label64, Boundary, Connectivity};
+/// use ndarray::array;
+///
+/// let lattice = array![[1u8, 0, 1], [0, 0, 1]];
+/// let labels = label64(lattice.view(), Connectivity::Four, Boundary::Periodic)?;
+/// assert_eq!(labels.array(), &array![[1u64, 0, 1], [0, 0, 1]]);
+/// # Ok::<(), clusterlab::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::TooManySites`] beyond [`MAX_SITES_64`] sites, [`Error::OutOfMemory`] (with the
+/// estimate of the bytes needed) when the labeling does not fit in the memory available.
+pub fn label64<T: SiteValue>(
+    lattice: ArrayView2<'_, T>,
+    connectivity: Connectivity,
+    boundary: Boundary,
+) -> Result<Labels<u64>> {
+    Labeler::new(connectivity, boundary).label64(lattice)
 }
 
 /// Labels same-value segments: neighbours join only when they hold the same nonzero value.

@@ -56,4 +56,18 @@ pub(crate) trait LabelBackend {
             self.name()
         )))
     }
+
+    /// Labels like [`LabelBackend::label`] into 64-bit labels, for lattices of any size
+    /// (beyond [`MAX_SITES`](crate::MAX_SITES) too); backends without it say so.
+    fn label64(
+        &mut self,
+        _input: Input<'_>,
+        _spec: &Spec,
+        _out: ArrayViewMut2<'_, u64>,
+    ) -> Result<usize> {
+        Err(Error::InvalidArgument(format!(
+            "64-bit labels are not on the {} backend",
+            self.name()
+        )))
+    }
 }

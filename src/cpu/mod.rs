@@ -13,6 +13,7 @@ pub(crate) mod size_counts;
 pub(crate) mod strips;
 pub(crate) mod union_find;
 
+use crate::core::alloc::{check_available, human_bytes};
 use crate::core::backend::LabelBackend;
 use crate::core::bonds::{Bonds, PackedBonds};
 use crate::core::lattice::{Boundary, Connectivity, Input, SiteValue};
@@ -23,6 +24,7 @@ use crate::{Algorithm, Error, Result};
 use ndarray::{ArrayView2, ArrayViewMut2};
 use pool::CpuPool;
 use std::collections::VecDeque;
+use union_find::Index;
 
 /// The neighbours of `(y, x)` as `(y, x, reached_across_a_wrapping_edge)`, literally: on a torus
 /// one or two sites wide a site may be its own neighbour, or the same neighbour twice.
@@ -57,7 +59,33 @@ pub(crate) struct CpuBackend {
     queue: VecDeque<(usize, usize)>,
     hk: hoshen_kopelman::Scratch,
     strips: strips::Scratch,
+    /// The strip labeler's buffers with `u64` indices, for lattices with more runs than `u32`
+    /// numbers (empty until one comes).
+    strips_wide: strips::Scratch<u64>,
     counts: size_counts::Scratch,
+}
+
+/// The bytes of scratch that the CPU's 64-bit labeling of an `h × w` lattice may need beyond
+/// its input and labels, for `threads` strips; `segments` when any site can be a run of its own.
+///
+/// The strip labeler's bit masks (occupancy and run starts, a bit each a site) and, per run, its
+/// union-find forest: the strips' forests (counted twice for a growing `Vec`'s slack), their
+/// concatenation and the numbering, `4 × 4` bytes per run with `u32` indices, `4 × 8` with
+/// `u64` ones — at the most runs the shape can have, so that a labeling that starts also
+/// finishes. Per-row temporaries (`threads` rows of `8 × ⌈w/64⌉` words) are counted too. The
+/// oracle algorithms take less (a queue, or 8 + 8 bytes per provisional label).
+pub(crate) fn label64_scratch_bytes(h: usize, w: usize, segments: bool, threads: usize) -> usize {
+    let nw = crate::core::bits::words(w);
+    let masks = h.saturating_mul(nw).saturating_mul(2 * 8);
+    let runs = strips::max_runs(h, w, segments);
+    let index = if runs > <u32 as Index>::MAX_NODES {
+        8
+    } else {
+        4
+    };
+    let forest = runs.saturating_mul(4 * index);
+    let temps = threads.saturating_mul(nw).saturating_mul(8 * 8);
+    masks.saturating_add(forest).saturating_add(temps)
 }
 
 impl CpuBackend {
@@ -67,20 +95,30 @@ impl CpuBackend {
             queue: VecDeque::new(),
             hk: Default::default(),
             strips: Default::default(),
+            strips_wide: Default::default(),
             counts: Default::default(),
         }
     }
 
-    fn run<R: JoinRule>(
+    /// Labels with `spec.algorithm` into `u32` or `u64` labels. The strip labeler's forest takes
+    /// `u32` indices unless the lattice can have more runs than they number (`wide`): a `u64`
+    /// labeling then differs from a `u32` one only in the labels it writes.
+    fn run<R: JoinRule, L: Index>(
         &mut self,
         rule: &R,
         spec: &Spec,
-        out: ArrayViewMut2<'_, u32>,
+        wide: bool,
+        out: ArrayViewMut2<'_, L>,
     ) -> Result<usize> {
         let (c, b) = (spec.connectivity, spec.boundary);
         match spec.algorithm {
             Algorithm::Bfs => Ok(bfs::label(rule, c, b, &mut self.queue, out)),
             Algorithm::HoshenKopelman => Ok(hoshen_kopelman::label(rule, c, b, &mut self.hk, out)),
+            Algorithm::Auto | Algorithm::Strips if wide => {
+                let scratch = &mut self.strips_wide;
+                self.pool
+                    .install(|threads| strips::label(rule, c, b, threads, scratch, out))
+            }
             Algorithm::Auto | Algorithm::Strips => {
                 let scratch = &mut self.strips;
                 self.pool
@@ -115,16 +153,17 @@ impl CpuBackend {
         }
     }
 
-    fn dispatch<T: SiteValue>(
+    fn dispatch<T: SiteValue, L: Index>(
         &mut self,
         lattice: ArrayView2<'_, T>,
         spec: &Spec,
-        out: ArrayViewMut2<'_, u32>,
+        wide: bool,
+        out: ArrayViewMut2<'_, L>,
     ) -> Result<usize> {
         if spec.segments {
-            self.run(&Segments { lattice }, spec, out)
+            self.run(&Segments { lattice }, spec, wide, out)
         } else {
-            self.run(&Occupancy { lattice }, spec, out)
+            self.run(&Occupancy { lattice }, spec, wide, out)
         }
     }
 }
@@ -142,9 +181,38 @@ impl LabelBackend for CpuBackend {
     ) -> Result<usize> {
         self.pool.parallelism().check()?;
         match input {
-            Input::U8(a) => self.dispatch(a, spec, out),
-            Input::U16(a) => self.dispatch(a, spec, out),
-            Input::U32(a) => self.dispatch(a, spec, out),
+            Input::U8(a) => self.dispatch(a, spec, false, out),
+            Input::U16(a) => self.dispatch(a, spec, false, out),
+            Input::U32(a) => self.dispatch(a, spec, false, out),
+        }
+    }
+
+    fn label64(
+        &mut self,
+        input: Input<'_>,
+        spec: &Spec,
+        out: ArrayViewMut2<'_, u64>,
+    ) -> Result<usize> {
+        self.pool.parallelism().check()?;
+        let (h, w) = input.dim();
+        let threads = self.pool.install(|t| t)?;
+        let scratch = label64_scratch_bytes(h, w, spec.segments, threads);
+        // The input and the labels are already there: only the scratch is still to come.
+        let labels = h.saturating_mul(w).saturating_mul(8);
+        check_available(
+            scratch,
+            scratch.saturating_add(labels),
+            &format!(
+                "64-bit labeling of {h} × {w} sites on the CPU (labels {}, scratch {})",
+                human_bytes(labels as u64),
+                human_bytes(scratch as u64)
+            ),
+        )?;
+        let wide = strips::max_runs(h, w, spec.segments) > <u32 as Index>::MAX_NODES;
+        match input {
+            Input::U8(a) => self.dispatch(a, spec, wide, out),
+            Input::U16(a) => self.dispatch(a, spec, wide, out),
+            Input::U32(a) => self.dispatch(a, spec, wide, out),
         }
     }
 
@@ -168,6 +236,6 @@ impl LabelBackend for CpuBackend {
             bonds,
             boundary: spec.boundary,
         };
-        self.run(&rule, spec, out)
+        self.run(&rule, spec, false, out)
     }
 }
