@@ -15,8 +15,14 @@ pub(crate) struct Staging {
     u64: Array2<u64>,
 }
 
+/// A label image of either type, for writers that store each as itself.
+pub(crate) enum LabelArray<'a> {
+    U32(&'a Array2<u32>),
+    U64(&'a Array2<u64>),
+}
+
 pub(crate) mod sealed {
-    use super::{Array2, ArrayViewMut2, Input, LabelBackend, Result, Spec, Staging};
+    use super::{Array2, ArrayViewMut2, Input, LabelArray, LabelBackend, Result, Spec, Staging};
 
     /// Seals [`LabelValue`](super::LabelValue) and routes each label type to its backend call.
     #[allow(private_interfaces, private_bounds)]
@@ -29,6 +35,8 @@ pub(crate) mod sealed {
         ) -> Result<usize>;
         /// This type's buffer in `staging`.
         fn staging(staging: &mut Staging) -> &mut Array2<Self>;
+        /// The image, typed.
+        fn array(a: &Array2<Self>) -> LabelArray<'_>;
     }
 
     #[allow(private_interfaces)]
@@ -44,6 +52,9 @@ pub(crate) mod sealed {
         fn staging(staging: &mut Staging) -> &mut Array2<Self> {
             &mut staging.u32
         }
+        fn array(a: &Array2<Self>) -> LabelArray<'_> {
+            LabelArray::U32(a)
+        }
     }
 
     #[allow(private_interfaces)]
@@ -58,6 +69,9 @@ pub(crate) mod sealed {
         }
         fn staging(staging: &mut Staging) -> &mut Array2<Self> {
             &mut staging.u64
+        }
+        fn array(a: &Array2<Self>) -> LabelArray<'_> {
+            LabelArray::U64(a)
         }
     }
 }
