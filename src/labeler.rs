@@ -293,6 +293,38 @@ impl Labeler {
         Ok(Labels { array, count })
     }
 
+    /// An estimate of the bytes that labeling an `h × w` lattice of `site_bytes`-byte sites into
+    /// `L` labels takes at its peak on this labeler's backend: the input, the label image and,
+    /// on the CPU, the algorithm's scratch at the most runs the shape can have (what
+    /// [`Labeler::label64`] checks against the memory available). A GPU's own memory is not
+    /// counted.
+    ///
+    /// ```
+    /// use clusterlab::{Boundary, Connectivity, Labeler, Parallelism};
+    ///
+    /// let labeler = Labeler::new(Connectivity::Four, Boundary::Open).parallelism(Parallelism::Threads(2));
+    /// let (n32, n64) = (
+    ///     labeler.bytes_needed::<u32>(1000, 1000, 1),
+    ///     labeler.bytes_needed::<u64>(1000, 1000, 1),
+    /// );
+    /// assert_eq!(n64 - n32, 4_000_000); // the labels' extra 4 bytes a site
+    /// ```
+    pub fn bytes_needed<L: LabelValue>(&self, h: usize, w: usize, site_bytes: usize) -> usize {
+        let sites = h.saturating_mul(w);
+        let scratch = match &self.device {
+            Device::Cpu(pool) => pool
+                .install(|t| t)
+                .map(|threads| {
+                    crate::cpu::label64_scratch_bytes(h, w, self.options.segments, threads)
+                })
+                .unwrap_or(0),
+            _ => 0,
+        };
+        sites
+            .saturating_mul(site_bytes + std::mem::size_of::<L>())
+            .saturating_add(scratch)
+    }
+
     /// Labels `lattice` into a new image of `u64` labels: for lattices beyond
     /// [`MAX_SITES`](crate::MAX_SITES) sites, or wherever 64-bit labels are wanted (the numbering
     /// is [`Labeler::label`]'s). On the CPU this is the same strip labeler, writing 8-byte labels
