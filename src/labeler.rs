@@ -255,17 +255,33 @@ impl Labeler {
     /// # Ok::<(), clusterlab::Error>(())
     /// ```
     ///
+    /// On the CPU, lattices beyond [`MAX_SITES`](crate::MAX_SITES) sites are counted too (no
+    /// label is written, so no label type limits them): occupancy lattices up to about
+    /// 8.6·10⁹ sites (while the shape's runs fit 32-bit indices), as memory allows.
+    ///
     /// # Errors
-    /// [`Error::TooManySites`] beyond [`MAX_SITES`](crate::MAX_SITES) sites,
-    /// [`Error::InvalidArgument`] for a thread count of 0 or, on a GPU, segments; on a GPU the
-    /// errors of its analyzer ([`Error::OutOfDeviceMemory`], [`Error::Cuda`], …).
+    /// [`Error::TooManySites`] beyond [`MAX_SITES`](crate::MAX_SITES) sites on a GPU;
+    /// [`Error::InvalidArgument`] for a thread count of 0, on a GPU segments, and on the CPU
+    /// beyond `MAX_SITES` sites a shape whose runs 32-bit indices cannot number (segment mode,
+    /// or more than about 8.6·10⁹ sites); [`Error::OutOfMemory`] when the CPU's scratch would
+    /// not fit, with the estimate; on a GPU the errors of its analyzer
+    /// ([`Error::OutOfDeviceMemory`], [`Error::Cuda`], …).
     pub fn size_counts_into<T: SiteValue>(
         &mut self,
         lattice: ArrayView2<'_, T>,
         counts: &mut SizeCounts,
     ) -> Result<()> {
         let (h, w) = lattice.dim();
-        check_size(h, w)?;
+        // The CPU counts beyond MAX_SITES (and refuses what it cannot count itself).
+        match &self.device {
+            Device::Cpu(pool) => {
+                check_size_for(h, w, MAX_SITES_64)?;
+                // Refused before a copy of the input is made.
+                let threads = pool.threads();
+                crate::cpu::size_counts_strips(h, w, self.options.segments, threads)?;
+            }
+            _ => check_size(h, w)?,
+        }
         let copy;
         let lattice = if rows_contiguous(lattice.strides(), w) {
             lattice
@@ -312,12 +328,9 @@ impl Labeler {
     pub fn bytes_needed<L: LabelValue>(&self, h: usize, w: usize, site_bytes: usize) -> usize {
         let sites = h.saturating_mul(w);
         let scratch = match &self.device {
-            Device::Cpu(pool) => pool
-                .install(|t| t)
-                .map(|threads| {
-                    crate::cpu::label64_scratch_bytes(h, w, self.options.segments, threads)
-                })
-                .unwrap_or(0),
+            Device::Cpu(pool) => {
+                crate::cpu::label64_scratch_bytes(h, w, self.options.segments, pool.threads())
+            }
             _ => 0,
         };
         sites
@@ -361,8 +374,7 @@ impl Labeler {
         // The CPU's scratch comes from the same memory; a GPU checks its own.
         let scratch = match &self.device {
             Device::Cpu(pool) => {
-                let threads = pool.install(|t| t)?;
-                crate::cpu::label64_scratch_bytes(h, w, self.options.segments, threads)
+                crate::cpu::label64_scratch_bytes(h, w, self.options.segments, pool.threads())
             }
             _ => 0,
         };

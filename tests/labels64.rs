@@ -8,7 +8,7 @@ mod common;
 
 use clusterlab::{
     label, label64, Algorithm, Boundary, Connectivity, Error, LabelValue, Labeler, Labels,
-    Parallelism, Result, SiteValue, MAX_SITES, MAX_SITES_64,
+    Parallelism, Result, SiteValue, SizeCounts, MAX_SITES, MAX_SITES_64,
 };
 use common::battery::{battery, Scale, Subject, BOUNDARIES, CONNECTIVITIES};
 use common::{random_lattice, rng, segment_lattice};
@@ -431,4 +431,56 @@ fn band_oracle_65536_by_65600_eight_periodic_x() {
         Boundary::PeriodicX,
         16,
     );
+}
+
+/// Size counts beyond `MAX_SITES` on the CPU: what 32-bit run indices cannot number is refused
+/// with a typed error before the input is copied (a zero-stride view would be).
+#[test]
+fn size_counts_beyond_max_sites_refuse_what_they_cannot_count() {
+    let one = [1u8];
+    let mut counts = SizeCounts::new();
+    let mut labeler = Labeler::new(Connectivity::Four, Boundary::Open).segments(true);
+    match labeler.size_counts_into(broadcast(70_000, 70_000, &one), &mut counts) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("segment mode"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    let mut labeler = Labeler::new(Connectivity::Four, Boundary::Open);
+    match labeler.size_counts_into(broadcast(100_000, 100_000, &one), &mut counts) {
+        Err(Error::InvalidArgument(m)) => assert!(m.contains("32-bit"), "{m}"),
+        other => panic!("{other:?}"),
+    }
+    let mut analyzer = clusterlab::Analyzer::new(Connectivity::Eight, Boundary::Open);
+    assert!(matches!(
+        analyzer.size_counts_into(broadcast(100_000, 100_000, &one), &mut counts),
+        Err(Error::InvalidArgument(_))
+    ));
+}
+
+/// Size counts of the band lattice beyond 2^32 sites: each full band's clusters (n_s and the
+/// spanning ones) once per band.
+#[test]
+#[ignore = "needs ~64 GB of RAM (the GPU machine)"]
+fn band_size_counts_70000_squared() {
+    let (h, w, band_h) = (70_000, 70_000, 1000);
+    for c in CONNECTIVITIES {
+        let mut rng = rng(5);
+        let mut band = random_lattice(band_h, w, 0.5927, &mut rng);
+        band.row_mut(band_h - 1).fill(0);
+        let mut want = SizeCounts::new();
+        let mut labeler = Labeler::new(c, Boundary::Open);
+        labeler.size_counts_into(band.view(), &mut want).unwrap();
+        let lattice = Array2::from_shape_fn((h, w), |(y, x)| band[[y % band_h, x]]);
+        let mut got = SizeCounts::new();
+        labeler.size_counts_into(lattice.view(), &mut got).unwrap();
+        let bands = (h / band_h) as u64;
+        let counts: Vec<(u64, u64)> = want.counts.iter().map(|&(s, n)| (s, n * bands)).collect();
+        assert_eq!(got.counts, counts);
+        let mut percolating = Vec::new();
+        for _ in 0..bands {
+            percolating.extend(want.percolating.iter().copied());
+        }
+        percolating.sort_unstable();
+        assert_eq!(got.percolating, percolating);
+        assert_eq!(got.clusters(), want.clusters() * bands as usize);
+    }
 }
