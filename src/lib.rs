@@ -27,7 +27,21 @@
 //! ## Conventions
 //! A lattice is indexed `[y, x]` (row, column); nonzero sites are occupied. Labels are `u32`:
 //! 0 = empty, clusters `1..=n` in raster order of each cluster's first site on every backend and
-//! algorithm. In segment mode ([`label_segments`], [`Labeler::segments`]) neighbours join only when
+//! algorithm.
+//!
+//! ## 64-bit labels
+//! Lattices beyond [`MAX_SITES`] (2³² − 2) sites are labeled into `u64`: [`label64`],
+//! [`Labeler::label64`], or [`Labeler::label_into`] with a `u64` output. The API is generic over
+//! the sealed [`LabelValue`] (`u32`, `u64`) rather than a parallel `Labels64` family, so that one
+//! `label_into` serves both widths (the type is the output's) and [`Labels`]`<L = u32>` keeps
+//! every existing call unchanged; the `u32` path is the same code as before, monomorphized. The
+//! numbering is the same in both: `u64` labels of a lattice that `u32` can number are its `u32`
+//! labels, widened. `u64` labels go up to [`MAX_SITES_64`] sites; before allocating, a `u64`
+//! labeling compares the bytes it needs (input, labels, the CPU's scratch:
+//! [`Labeler::bytes_needed`]) with the memory available and refuses with
+//! [`Error::OutOfMemory`] stating the estimate. On the CPU, [`Labeler::size_counts_into`] counts
+//! occupancy lattices beyond `MAX_SITES` too (no label limits it); the cluster table
+//! ([`Analyzer::analyze`]) stays within `MAX_SITES` ([`Error::TooManySites`]). In segment mode ([`label_segments`], [`Labeler::segments`]) neighbours join only when
 //! they hold the same nonzero value.
 //!
 //! ## Feature flags
