@@ -338,6 +338,65 @@ impl Labeler {
             .saturating_add(scratch)
     }
 
+    /// Checks, without allocating anything, that [`Labeler::label64`] of an `h × w` lattice of
+    /// `site_bytes`-byte sites (already in memory) fits in the memory available: the label
+    /// image and, on the CPU, the algorithm's scratch. For callers that can refuse before they
+    /// even read the lattice (the command line does, from a file's header).
+    ///
+    /// ```
+    /// use clusterlab::{Boundary, Connectivity, Error, Labeler};
+    ///
+    /// let labeler = Labeler::new(Connectivity::Four, Boundary::Open);
+    /// assert!(labeler.check_memory64(1000, 1000, 1).is_ok());
+    /// // 10^12 sites need 8 TB of labels alone.
+    /// let refused = labeler.check_memory64(1_000_000, 1_000_000, 1);
+    /// assert!(matches!(refused, Err(Error::OutOfMemory { .. })));
+    /// ```
+    ///
+    /// # Errors
+    /// [`Error::TooManySites`] beyond [`MAX_SITES_64`](crate::MAX_SITES_64) sites,
+    /// [`Error::OutOfMemory`] with the estimate of the bytes when they do not fit.
+    pub fn check_memory64(&self, h: usize, w: usize, site_bytes: usize) -> Result<()> {
+        self.check_memory(h, w, site_bytes, true, false)
+    }
+
+    /// The memory check of a 64-bit labeling: the label image (when `labels` are to be
+    /// allocated), a contiguous copy of the input (`copy`) and the CPU's scratch, against the
+    /// memory available; the input's own bytes go into the message's total.
+    fn check_memory(
+        &self,
+        h: usize,
+        w: usize,
+        site_bytes: usize,
+        labels: bool,
+        copy: bool,
+    ) -> Result<()> {
+        check_size_for(h, w, MAX_SITES_64)?;
+        let sites = h * w;
+        let input = sites.saturating_mul(site_bytes);
+        let copy = if copy { input } else { 0 };
+        let labels = if labels { sites.saturating_mul(8) } else { 0 };
+        // The CPU's scratch comes from the same memory; a GPU checks its own.
+        let scratch = match &self.device {
+            Device::Cpu(pool) => {
+                crate::cpu::label64_scratch_bytes(h, w, self.options.segments, pool.threads())
+            }
+            _ => 0,
+        };
+        let new = labels.saturating_add(copy).saturating_add(scratch);
+        check_available(
+            new,
+            new.saturating_add(input),
+            &format!(
+                "64-bit labeling of {h} × {w} sites on {} (input {}, labels {}, scratch {})",
+                self.backend.name(),
+                human_bytes(input.saturating_add(copy) as u64),
+                human_bytes(labels as u64),
+                human_bytes(scratch as u64)
+            ),
+        )
+    }
+
     /// Labels `lattice` into a new image of `u64` labels: for lattices beyond
     /// [`MAX_SITES`](crate::MAX_SITES) sites, or wherever 64-bit labels are wanted (the numbering
     /// is [`Labeler::label`]'s). On the CPU this is the same strip labeler, writing 8-byte labels
@@ -363,34 +422,8 @@ impl Labeler {
     /// estimate of the bytes) when the labeling does not fit in the memory available.
     pub fn label64<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<Labels<u64>> {
         let (h, w) = lattice.dim();
-        check_size_for(h, w, MAX_SITES_64)?;
-        let sites = h * w;
-        let labels = sites.saturating_mul(8);
-        let copy = if rows_contiguous(lattice.strides(), w) {
-            0
-        } else {
-            sites.saturating_mul(std::mem::size_of::<T>())
-        };
-        // The CPU's scratch comes from the same memory; a GPU checks its own.
-        let scratch = match &self.device {
-            Device::Cpu(pool) => {
-                crate::cpu::label64_scratch_bytes(h, w, self.options.segments, pool.threads())
-            }
-            _ => 0,
-        };
-        let new = labels.saturating_add(copy).saturating_add(scratch);
-        let input = sites.saturating_mul(std::mem::size_of::<T>());
-        check_available(
-            new,
-            new.saturating_add(input),
-            &format!(
-                "64-bit labeling of {h} × {w} sites on {} (input {}, labels {}, scratch {})",
-                self.backend.name(),
-                human_bytes(input.saturating_add(copy) as u64),
-                human_bytes(labels as u64),
-                human_bytes(scratch as u64)
-            ),
-        )?;
+        let copy = !rows_contiguous(lattice.strides(), w);
+        self.check_memory(h, w, std::mem::size_of::<T>(), true, copy)?;
         let mut array = crate::core::alloc::zeros(h, w, "the 64-bit label image")?;
         let count = self.label_into(lattice, array.view_mut())?;
         Ok(Labels { array, count })

@@ -198,3 +198,41 @@ fn frames_and_append_refuse_uint64() {
         "uint16",
     );
 }
+
+/// A `.npy` header claiming 70000 × 70000 `uint8` on a sparse file (nothing is read).
+fn sparse_70000(dir: &Path) -> std::path::PathBuf {
+    let dict = "{'descr': '|u1', 'fortran_order': False, 'shape': (70000, 70000), }";
+    let mut header = b"\x93NUMPY\x01\x00".to_vec();
+    let pad = (64 - (10 + dict.len() + 1) % 64) % 64;
+    header.extend_from_slice(&((dict.len() + pad + 1) as u16).to_le_bytes());
+    header.extend_from_slice(dict.as_bytes());
+    header.extend(std::iter::repeat_n(b' ', pad));
+    header.push(b'\n');
+    let path = dir.join("big.npy");
+    let file = std::fs::File::create(&path).unwrap();
+    file.set_len(header.len() as u64 + 70000 * 70000).unwrap();
+    std::io::Write::write_all(&mut &file, &header).unwrap();
+    path
+}
+
+/// The commands that stay within uint32 (the cluster table, the plots) refuse a lattice beyond
+/// MAX_SITES from its header, at once, naming `clusterlab label`.
+#[test]
+fn analyze_and_plot_refuse_beyond_max_sites_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let big = sparse_70000(dir.path());
+    let started = std::time::Instant::now();
+    for args in [
+        vec!["analyze", s(&big)],
+        vec!["plot", s(&big), "--kind", "labels"],
+        vec!["plot", s(&big)],
+    ] {
+        let o = run(&args);
+        assert_refused(&o, "too large");
+        assert!(
+            String::from_utf8_lossy(&o.stderr).contains("clusterlab label"),
+            "{args:?}"
+        );
+    }
+    assert!(started.elapsed().as_secs_f64() < 10.0);
+}

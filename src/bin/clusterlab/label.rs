@@ -139,6 +139,25 @@ pub fn run(args: LabelArgs) -> Result<()> {
         check_not_input(out, &[&args.input], "the input lattice")?;
     }
 
+    // A lattice that will take u64 labels and does not fit in memory is refused from its
+    // header, before it is read (on the CPU: a GPU's labeling checks once the lattice is read).
+    if let [h, w] = io::array_shape(&args.input, l.dataset.as_deref())?[..] {
+        let wide = args.label_dtype.wide(h, w);
+        if wide && !matches!(args.backend, Backend::Cuda { .. }) {
+            Labeler::new(l.connectivity, l.boundary)
+                .segments(l.segments)
+                .parallelism(l.parallelism())
+                .check_memory64(h, w, 1)?;
+        }
+        if !wide && h.saturating_mul(w) > MAX_SITES {
+            bail!(
+                "{}: lattice of {h}x{w} sites is too large for uint32 labels (at most {MAX_SITES} \
+                 sites): use --label-dtype uint64 (or auto)",
+                args.input.display()
+            );
+        }
+    }
+
     let stage = Stage::new(args.out.quiet || args.json);
     let mut clock = Timings::start(args.timings);
     stage.set(format!("reading {}", args.input.display()));
@@ -244,6 +263,22 @@ pub fn run(args: LabelArgs) -> Result<()> {
             },
         );
         print_stdout(&summary);
+    }
+    Ok(())
+}
+
+/// Refuses, from the file's header and before reading it, a lattice beyond `MAX_SITES` sites for
+/// `what` (the cluster table and the plots number clusters in uint32; only `label` takes uint64
+/// labels), so that a 4.9·10⁹-site file is not read only to be refused.
+pub fn refuse_beyond_u32(path: &std::path::Path, dataset: Option<&str>, what: &str) -> Result<()> {
+    if let [h, w] = io::array_shape(path, dataset)?[..] {
+        if h.saturating_mul(w) > MAX_SITES {
+            bail!(
+                "{}: lattice of {h}x{w} sites is too large for {what} (at most {MAX_SITES} \
+                 sites); `clusterlab label` labels it into uint64",
+                path.display()
+            );
+        }
     }
     Ok(())
 }
