@@ -7,7 +7,7 @@
 mod common;
 
 use clusterlab::{
-    label, label64, Algorithm, Boundary, Connectivity, Error, LabelValue, Labeler, Labels,
+    label, label64, Algorithm, Backend, Boundary, Connectivity, Error, LabelValue, Labeler, Labels,
     Parallelism, Result, SiteValue, SizeCounts, MAX_SITES, MAX_SITES_64,
 };
 use common::battery::{battery, Scale, Subject, BOUNDARIES, CONNECTIVITIES};
@@ -337,11 +337,15 @@ proptest! {
 /// (`band_h − 1` rows) and an empty row. Clusters never cross bands and band `k`'s clusters all
 /// come before band `k + 1`'s in raster order, so the expected labels are the band's own (`u32`)
 /// labels plus `k ×` its cluster count. Checked on the output without a second image.
-fn band_oracle(h: usize, w: usize, band_h: usize, c: Connectivity, b: Boundary, threads: usize) {
-    assert!(
-        h * w > u32::MAX as usize,
-        "the point is to go beyond 2^32 sites"
-    );
+fn band_oracle(
+    h: usize,
+    w: usize,
+    band_h: usize,
+    c: Connectivity,
+    b: Boundary,
+    threads: usize,
+    backend: Backend,
+) {
     assert!(matches!(b, Boundary::Open | Boundary::PeriodicX));
     let mut rng = rng(h as u64 ^ w as u64);
     let mut band = random_lattice(band_h, w, 0.5927, &mut rng);
@@ -352,13 +356,17 @@ fn band_oracle(h: usize, w: usize, band_h: usize, c: Connectivity, b: Boundary, 
     for (y, mut row) in lattice.rows_mut().into_iter().enumerate() {
         row.assign(&band.row(y % band_h));
     }
-    let mut labeler = Labeler::new(c, b).parallelism(Parallelism::Threads(threads));
+    let mut labeler = Labeler::new(c, b)
+        .parallelism(Parallelism::Threads(threads))
+        .backend(backend)
+        .unwrap();
     let started = std::time::Instant::now();
     let labels = labeler.label64(lattice.view()).unwrap();
     eprintln!(
-        "{h} × {w} {c} {b}: {} clusters in {:.1} s on {threads} threads",
+        "{h} × {w} {c} {b}: {} clusters in {:.1} s on {} ({threads} threads)",
         labels.count(),
-        started.elapsed().as_secs_f64()
+        started.elapsed().as_secs_f64(),
+        labeler.backend_name()
     );
     drop(lattice);
     let bands = h.div_ceil(band_h);
@@ -389,27 +397,15 @@ fn band_oracle(h: usize, w: usize, band_h: usize, c: Connectivity, b: Boundary, 
     }
 }
 
-/// Small band oracle (a few bands, below 2^32 sites): the same check, run here, so that the
-/// big-memory test's logic is itself tested.
+/// The band oracle's own check, run here below 2^32 sites (full bands and a partial one, open
+/// and periodic in x, both connectivities, 1 and 3 threads), so that the big-memory test's
+/// logic is itself tested.
 #[test]
 fn band_oracle_logic_small() {
     for c in CONNECTIVITIES {
         for b in [Boundary::Open, Boundary::PeriodicX] {
-            let mut rng = rng(3);
-            let (h, w, band_h) = (300, 97, 40);
-            let mut band = random_lattice(band_h, w, 0.5927, &mut rng);
-            band.row_mut(band_h - 1).fill(0);
-            let per_band = label(band.view(), c, b).unwrap();
-            let lattice = Array2::from_shape_fn((h, w), |(y, x)| band[[y % band_h, x]]);
-            let labels = label64(lattice.view(), c, b).unwrap();
-            let full = h / band_h;
-            for y in 0..full * band_h {
-                let shift = (y / band_h * per_band.count()) as u64;
-                for x in 0..w {
-                    let e = per_band.array()[[y % band_h, x]] as u64;
-                    assert_eq!(labels.array()[[y, x]], if e == 0 { 0 } else { e + shift });
-                }
-            }
+            band_oracle(300, 97, 40, c, b, 1, Backend::Cpu);
+            band_oracle(320, 130, 40, c, b, 3, Backend::Cpu);
         }
     }
 }
@@ -417,12 +413,15 @@ fn band_oracle_logic_small() {
 #[test]
 #[ignore = "needs ~64 GB of RAM (the GPU machine)"]
 fn band_oracle_70000_squared() {
-    band_oracle(70_000, 70_000, 1000, Connectivity::Four, Boundary::Open, 16);
+    assert!(70_000usize * 70_000 > u32::MAX as usize);
+    let (c, b) = (Connectivity::Four, Boundary::Open);
+    band_oracle(70_000, 70_000, 1000, c, b, 16, Backend::Cpu);
 }
 
 #[test]
 #[ignore = "needs ~64 GB of RAM (the GPU machine)"]
 fn band_oracle_65536_by_65600_eight_periodic_x() {
+    assert!(65_536usize * 65_600 > u32::MAX as usize);
     band_oracle(
         65_536,
         65_600,
@@ -430,7 +429,19 @@ fn band_oracle_65536_by_65600_eight_periodic_x() {
         Connectivity::Eight,
         Boundary::PeriodicX,
         16,
+        Backend::Cpu,
     );
+}
+
+/// The same band oracle on GPU 0 (through `Labeler`, host arrays): with the CPU tests above,
+/// the GPU's and the CPU's labels of the 70000² lattice are the same (both equal the oracle's).
+#[test]
+#[ignore = "needs a CUDA device"]
+fn band_oracle_70000_squared_cuda() {
+    for c in CONNECTIVITIES {
+        let cuda = Backend::Cuda { device: 0 };
+        band_oracle(70_000, 70_000, 1000, c, Boundary::Open, 16, cuda);
+    }
 }
 
 /// Size counts beyond `MAX_SITES` on the CPU: what 32-bit run indices cannot number is refused
