@@ -104,7 +104,10 @@ pub(crate) fn size_counts_strips(
             crate::MAX_SITES / 16
         )));
     }
-    let scratch = label64_scratch_bytes(h, w, segments, threads);
+    // The labeling's forest and masks, and per run the counts' own: each strip's run sizes and
+    // the run → node map (`u32` each).
+    let runs = strips::max_runs(h, w, segments);
+    let scratch = label64_scratch_bytes(h, w, segments, threads).saturating_add(runs * 8);
     check_available(
         scratch,
         scratch,
