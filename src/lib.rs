@@ -27,7 +27,21 @@
 //! ## Conventions
 //! A lattice is indexed `[y, x]` (row, column); nonzero sites are occupied. Labels are `u32`:
 //! 0 = empty, clusters `1..=n` in raster order of each cluster's first site on every backend and
-//! algorithm. In segment mode ([`label_segments`], [`Labeler::segments`]) neighbours join only when
+//! algorithm.
+//!
+//! ## 64-bit labels
+//! Lattices beyond [`MAX_SITES`] (2³² − 2) sites are labeled into `u64`: [`label64`],
+//! [`Labeler::label64`], or [`Labeler::label_into`] with a `u64` output. The API is generic over
+//! the sealed [`LabelValue`] (`u32`, `u64`) rather than a parallel `Labels64` family, so that one
+//! `label_into` serves both widths (the type is the output's) and [`Labels`]`<L = u32>` keeps
+//! every existing call unchanged; the `u32` path is the same code as before, monomorphized. The
+//! numbering is the same in both: `u64` labels of a lattice that `u32` can number are its `u32`
+//! labels, widened. `u64` labels go up to [`MAX_SITES_64`] sites; before allocating, a `u64`
+//! labeling compares the bytes it needs (input, labels, the CPU's scratch:
+//! [`Labeler::bytes_needed`]) with the memory available and refuses with
+//! [`Error::OutOfMemory`] stating the estimate. On the CPU, [`Labeler::size_counts_into`] counts
+//! occupancy lattices beyond `MAX_SITES` too (no label limits it); the cluster table
+//! ([`Analyzer::analyze`]) stays within `MAX_SITES` ([`Error::TooManySites`]). In segment mode ([`label_segments`], [`Labeler::segments`]) neighbours join only when
 //! they hold the same nonzero value.
 //!
 //! ## Feature flags
@@ -76,8 +90,8 @@ use crate::core::{lattice, rule};
 
 pub use crate::core::bonds::PackedBonds;
 pub use crate::core::error::{Error, Result};
-pub use crate::core::labels::Labels;
-pub use crate::core::lattice::{Boundary, Connectivity, SiteValue, MAX_SITES};
+pub use crate::core::labels::{LabelValue, Labels};
+pub use crate::core::lattice::{Boundary, Connectivity, SiteValue, MAX_SITES, MAX_SITES_64};
 pub use crate::core::options::{Algorithm, Backend, Options, Parallelism, MAX_THREADS};
 pub use analysis::{analyze, measure, Analyzer, PercolatingCluster, SizeCounts};
 pub use labeler::Labeler;
@@ -100,6 +114,34 @@ pub fn label(
     boundary: Boundary,
 ) -> Result<Labels> {
     Labeler::new(connectivity, boundary).label(lattice)
+}
+
+/// Labels the clusters of a lattice (nonzero = occupied) into `u64` labels on the CPU with the
+/// fastest algorithm: for lattices beyond [`MAX_SITES`] sites (up to [`MAX_SITES_64`], as memory
+/// allows), with [`label`]'s numbering. The same strip labeler as `u32` labels, writing 8-byte
+/// labels; the bytes it needs are checked against the memory available before anything is
+/// allocated ([`Labeler::label64`]). For segments, other backends or repeated calls, use a
+/// [`Labeler`]; for a caller's own `u64` array, [`Labeler::label_into`].
+///
+/// ```
+/// use clusterlab::{label64, Boundary, Connectivity};
+/// use ndarray::array;
+///
+/// let lattice = array![[1u8, 0, 1], [0, 0, 1]];
+/// let labels = label64(lattice.view(), Connectivity::Four, Boundary::Periodic)?;
+/// assert_eq!(labels.array(), &array![[1u64, 0, 1], [0, 0, 1]]);
+/// # Ok::<(), clusterlab::Error>(())
+/// ```
+///
+/// # Errors
+/// [`Error::TooManySites`] beyond [`MAX_SITES_64`] sites, [`Error::OutOfMemory`] (with the
+/// estimate of the bytes needed) when the labeling does not fit in the memory available.
+pub fn label64<T: SiteValue>(
+    lattice: ArrayView2<'_, T>,
+    connectivity: Connectivity,
+    boundary: Boundary,
+) -> Result<Labels<u64>> {
+    Labeler::new(connectivity, boundary).label64(lattice)
 }
 
 /// Labels same-value segments: neighbours join only when they hold the same nonzero value.

@@ -79,6 +79,20 @@ fn label_into_allocates_nothing_after_warm_up() {
             }
         });
         assert_eq!(n, 0, "{c:?} {b:?}: allocations over 200 calls");
+        // Into u64 labels too (the memory check runs once, at the warm-up's size).
+        let mut out64 = ndarray::Array2::<u64>::zeros((h, w));
+        labeler.label_into(board.view(), out64.view_mut()).unwrap();
+        let n = allocations_in(false, || {
+            for lattice in &lattices {
+                labeler
+                    .label_into(lattice.view(), out64.view_mut())
+                    .unwrap();
+            }
+        });
+        assert_eq!(
+            n, 0,
+            "{c:?} {b:?}: allocations over 200 calls into u64 labels"
+        );
     }
 }
 

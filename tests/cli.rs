@@ -708,8 +708,40 @@ fn arguments_are_bounded_before_any_work() {
     let mut f = std::fs::OpenOptions::new().write(true).open(&big).unwrap();
     std::io::Write::write_all(&mut f, &header).unwrap();
     drop(f);
-    let o = run(&["label", s(&big), "-o", s(&d.out.join("l.npy"))]);
+    // uint32 labels cannot number it: refused from the header (auto would take uint64).
+    let o = run(&[
+        "label",
+        s(&big),
+        "-o",
+        s(&d.out.join("l.npy")),
+        "--label-dtype",
+        "uint32",
+    ]);
     assert_clean_failure(&o, "too large", &d.out);
+    assert!(
+        stderr(&o).contains("--label-dtype uint64"),
+        "{}",
+        stderr(&o)
+    );
+    // 200000 × 200000 (a sparse 40 GB file) takes uint64 labels: 320 GB of them, refused from
+    // the header with the estimate on any machine with less.
+    let dict = dict.replace("70000, 70000", "200000, 200000");
+    let huge = d.input.join("huge.npy");
+    let mut header = b"\x93NUMPY\x01\x00".to_vec();
+    let pad = (64 - (10 + dict.len() + 1) % 64) % 64;
+    header.extend_from_slice(&((dict.len() + pad + 1) as u16).to_le_bytes());
+    header.extend_from_slice(dict.as_bytes());
+    header.extend(std::iter::repeat_n(b' ', pad));
+    header.push(b'\n');
+    let file = std::fs::File::create(&huge).unwrap();
+    file.set_len(header.len() as u64 + 200000 * 200000).unwrap();
+    let mut f = std::fs::OpenOptions::new().write(true).open(&huge).unwrap();
+    std::io::Write::write_all(&mut f, &header).unwrap();
+    drop(f);
+    let o = run(&["label", s(&huge), "-o", s(&d.out.join("l.npy"))]);
+    assert_clean_failure(&o, "64-bit labeling of 200000 × 200000 sites", &d.out);
+    assert!(stderr(&o).contains("available"), "{}", stderr(&o));
+    std::fs::remove_file(&huge).unwrap();
     // Every case above in well under a second each (no work was started).
     assert!(
         started.elapsed().as_secs_f64() < 10.0,

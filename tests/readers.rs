@@ -152,24 +152,37 @@ proptest! {
     }
 }
 
-/// The case of the hardening issue: a header claiming 70000 × 70000 (4.9·10⁹ sites, beyond u32
-/// labels) on a sparse file is refused from the header, at once.
+/// The case of the hardening issue: a header claiming more sites than any labels number
+/// (2^61, beyond `MAX_SITES_64`) is refused from the header, at once; one claiming 70000 × 70000
+/// (4.9·10⁹ sites: u64 labels number it since issue 14) on a file that holds less is refused
+/// at once too, by the file's length.
 #[test]
 fn oversized_headers_are_refused_at_once() {
     let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("big.npy");
-    let header = npy_header("|u1", "(70000, 70000)");
-    let file = std::fs::File::create(&path).unwrap();
-    file.set_len((header.len() + 70000 * 70000) as u64).unwrap();
-    drop(file);
-    let mut f = std::fs::OpenOptions::new().write(true).open(&path).unwrap();
-    std::io::Write::write_all(&mut f, &header).unwrap();
-    drop(f);
+    let path = dir.path().join("huge.npy");
+    let header = npy_header("|u1", "(2147483648, 1073741824)");
+    std::fs::write(&path, &header).unwrap();
     let start = Instant::now();
     let e = read_lattice(&path, None).unwrap_err();
     let took = start.elapsed();
-    assert!(matches!(e, Error::TooManySites { .. }), "{e}");
+    assert!(
+        matches!(e, Error::TooManySites { max, .. } if max == clusterlab::MAX_SITES_64),
+        "{e}"
+    );
     assert!(took.as_millis() < 100, "{took:?}");
+
+    let path = dir.path().join("big.npy");
+    let header = npy_header("|u1", "(70000, 70000)");
+    let mut bytes = header.clone();
+    bytes.extend(std::iter::repeat_n(0u8, 1 << 20));
+    std::fs::write(&path, &bytes).unwrap();
+    let start = Instant::now();
+    let e = read_lattice(&path, None).unwrap_err();
+    assert!(start.elapsed().as_millis() < 100);
+    assert!(
+        matches!(e, Error::BadInput { .. }) && e.to_string().contains("70000 × 70000"),
+        "{e}"
+    );
 
     // Within the label limit (65000² < 2^32 − 1) but 50.7 GB to read: refused from the header
     // where the machine has less memory (the 2-core development machine and CI have 24 GB).

@@ -370,7 +370,16 @@ impl Analyzer {
         lattice: ArrayView2<'_, T>,
         counts: &mut SizeCounts,
     ) -> Result<()> {
-        check_size(lattice.nrows(), lattice.ncols())?;
+        // The CPU counts beyond MAX_SITES (and refuses what it cannot count itself).
+        let (h, w) = lattice.dim();
+        if self.device.is_gpu() {
+            check_size(h, w)?;
+        } else {
+            crate::core::lattice::check_size_for(h, w, crate::MAX_SITES_64)?;
+            // Refused before a copy of the input is made.
+            let threads = self.pool.threads();
+            crate::cpu::size_counts_strips(h, w, self.options.segments, threads)?;
+        }
         // The backends take contiguous rows.
         let copy;
         let lattice = if lattice.ncols() <= 1 || lattice.strides()[1] == 1 {

@@ -9,6 +9,62 @@ pub(crate) trait Zeroable: Copy {}
 impl Zeroable for u8 {}
 impl Zeroable for u16 {}
 impl Zeroable for u32 {}
+impl Zeroable for u64 {}
+
+/// `MemAvailable` from `/proc/meminfo`, where there is one: what the system can give without
+/// swapping (free memory and reclaimable caches).
+pub(crate) fn available_memory() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    meminfo_available(&text)
+}
+
+/// `MemAvailable` of a `/proc/meminfo` text, in bytes.
+fn meminfo_available(text: &str) -> Option<u64> {
+    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
+    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kb.saturating_mul(1024))
+}
+
+/// [`Error::OutOfMemory`] when `new_bytes` (what is still to be allocated) exceed what the system
+/// can give, so that a labeling that cannot finish is refused before it allocates (a `Vec`
+/// that cannot grow aborts the process); `total` (with what is already allocated, e.g. the
+/// input) and `what` go into the message. Systems without `MemAvailable` are not checked.
+pub(crate) fn check_available(new_bytes: usize, total: usize, what: &str) -> Result<()> {
+    match available_memory() {
+        Some(available) => refuse_beyond(new_bytes, total, available, what),
+        None => Ok(()),
+    }
+}
+
+/// The check of [`check_available`] against `available` bytes.
+pub(crate) fn refuse_beyond(
+    new_bytes: usize,
+    total: usize,
+    available: u64,
+    what: &str,
+) -> Result<()> {
+    if new_bytes as u64 <= available {
+        return Ok(());
+    }
+    Err(Error::OutOfMemory {
+        bytes: total,
+        what: format!(
+            "{what} (about {} to allocate, {} available)",
+            human_bytes(new_bytes as u64),
+            human_bytes(available)
+        ),
+    })
+}
+
+/// Bytes in GiB or MiB, for messages.
+pub(crate) fn human_bytes(bytes: u64) -> String {
+    const GIB: f64 = (1u64 << 30) as f64;
+    if bytes >= 1 << 30 {
+        format!("{:.1} GiB", bytes as f64 / GIB)
+    } else {
+        format!("{:.1} MiB", bytes as f64 / (1u64 << 20) as f64)
+    }
+}
 
 /// An `h × w` array of zeros, or [`Error::OutOfMemory`] stating the bytes when the allocator
 /// has none. Zeroed pages come from the system lazily, as `vec![0; n]`'s do.
@@ -53,6 +109,25 @@ mod tests {
             Err(Error::OutOfMemory { bytes, what }) => {
                 assert_eq!(bytes, (1usize << 61) * 4);
                 assert_eq!(what, "labels");
+            }
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn meminfo_and_the_refusal() {
+        let text = "MemTotal:       24000000 kB\nMemFree:  100 kB\nMemAvailable:   20000000 kB\n";
+        assert_eq!(meminfo_available(text), Some(20_000_000 * 1024));
+        assert_eq!(meminfo_available("MemTotal: 5 kB\n"), None);
+        assert!(refuse_beyond(1000, 5000, 1000, "x").is_ok());
+        match refuse_beyond(3 << 30, 5 << 30, 1 << 30, "64-bit labels") {
+            Err(Error::OutOfMemory { bytes, what }) => {
+                assert_eq!(bytes, 5 << 30);
+                assert!(what.contains("64-bit labels"), "{what}");
+                assert!(
+                    what.contains("3.0 GiB to allocate, 1.0 GiB available"),
+                    "{what}"
+                );
             }
             other => panic!("{other:?}"),
         }

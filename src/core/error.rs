@@ -17,8 +17,10 @@ pub enum Error {
         /// The output's shape.
         found: [usize; 2],
     },
-    /// The lattice has more sites than `u32` labels can number.
-    #[error("lattice of {sites} sites is too large: u32 labels number at most {max} sites")]
+    /// The lattice has more sites than its label type can number: `u32` labels number at most
+    /// [`MAX_SITES`](crate::MAX_SITES) sites (larger lattices take `u64` labels), `u64` labels
+    /// [`MAX_SITES_64`](crate::MAX_SITES_64).
+    #[error("lattice of {sites} sites is too large: {}", too_many_hint(*max))]
     TooManySites {
         /// Sites in the lattice.
         sites: usize,
@@ -85,6 +87,20 @@ pub enum Error {
     /// A chart or image could not be drawn or encoded (with the plotting library's message).
     #[error("plot: {0}")]
     Plot(String),
+}
+
+/// The second half of [`Error::TooManySites`]' message: the alternative, where there is one.
+fn too_many_hint(max: usize) -> String {
+    if max == crate::MAX_SITES {
+        format!(
+            "u32 labels number at most {max} sites; label it with u64 labels \
+             (clusterlab::label64, Labeler::label64, or `clusterlab label --label-dtype uint64`)"
+        )
+    } else {
+        format!(
+            "u64 labels number at most {max} sites here (the label image must fit one allocation)"
+        )
+    }
 }
 
 /// Short for `Result<T, clusterlab::Error>`.

@@ -1,33 +1,147 @@
-//! The result of labeling: a label image and its cluster count.
+//! The result of labeling: a label image and its cluster count, in `u32` or `u64` labels.
 
-use ndarray::Array2;
+use super::backend::LabelBackend;
+use super::lattice::Input;
+use super::options::Spec;
+use crate::Result;
+use ndarray::{Array2, ArrayViewMut2};
+use std::fmt;
+use std::hash::Hash;
+
+/// A label buffer of each type, for outputs whose rows are not contiguous.
+#[derive(Default)]
+pub(crate) struct Staging {
+    u32: Array2<u32>,
+    u64: Array2<u64>,
+}
+
+/// A label image of either type, for writers that store each as itself.
+pub(crate) enum LabelArray<'a> {
+    U32(&'a Array2<u32>),
+    U64(&'a Array2<u64>),
+}
+
+pub(crate) mod sealed {
+    use super::{Array2, ArrayViewMut2, Input, LabelArray, LabelBackend, Result, Spec, Staging};
+
+    /// Seals [`LabelValue`](super::LabelValue) and routes each label type to its backend call.
+    #[allow(private_interfaces, private_bounds)]
+    pub trait Sealed: Sized + crate::core::alloc::Zeroable {
+        fn label(
+            backend: &mut (dyn LabelBackend + Send),
+            input: Input<'_>,
+            spec: &Spec,
+            out: ArrayViewMut2<'_, Self>,
+        ) -> Result<usize>;
+        /// This type's buffer in `staging`.
+        fn staging(staging: &mut Staging) -> &mut Array2<Self>;
+        /// The image, typed.
+        fn array(a: &Array2<Self>) -> LabelArray<'_>;
+    }
+
+    #[allow(private_interfaces)]
+    impl Sealed for u32 {
+        fn label(
+            backend: &mut (dyn LabelBackend + Send),
+            input: Input<'_>,
+            spec: &Spec,
+            out: ArrayViewMut2<'_, Self>,
+        ) -> Result<usize> {
+            backend.label(input, spec, out)
+        }
+        fn staging(staging: &mut Staging) -> &mut Array2<Self> {
+            &mut staging.u32
+        }
+        fn array(a: &Array2<Self>) -> LabelArray<'_> {
+            LabelArray::U32(a)
+        }
+    }
+
+    #[allow(private_interfaces)]
+    impl Sealed for u64 {
+        fn label(
+            backend: &mut (dyn LabelBackend + Send),
+            input: Input<'_>,
+            spec: &Spec,
+            out: ArrayViewMut2<'_, Self>,
+        ) -> Result<usize> {
+            backend.label64(input, spec, out)
+        }
+        fn staging(staging: &mut Staging) -> &mut Array2<Self> {
+            &mut staging.u64
+        }
+        fn array(a: &Array2<Self>) -> LabelArray<'_> {
+            LabelArray::U64(a)
+        }
+    }
+}
+
+/// A label type: `u32` (the default: every lattice of up to [`MAX_SITES`](crate::MAX_SITES)
+/// sites) or `u64` (any lattice up to [`MAX_SITES_64`](crate::MAX_SITES_64) sites, at twice the
+/// label image's bytes).
+///
+/// Sealed: each backend has a path for each of these types. Labels are generic over this
+/// trait rather than a separate 64-bit API so that one [`Labeler::label_into`](crate::Labeler::label_into)
+/// serves both widths, and the label type of a call is that of the output array it is given;
+/// [`Labels`] defaults to `u32`, so code written before 64-bit labels compiles unchanged.
+pub trait LabelValue:
+    sealed::Sealed
+    + Copy
+    + Eq
+    + Ord
+    + Hash
+    + Default
+    + Send
+    + Sync
+    + fmt::Debug
+    + fmt::Display
+    + Into<u64>
+    + 'static
+{
+    /// The NumPy name of the type: `"uint32"` or `"uint64"`.
+    const DTYPE: &'static str;
+    /// The most sites a lattice labeled with this type may have.
+    const MAX_SITES: usize;
+}
+
+impl LabelValue for u32 {
+    const DTYPE: &'static str = "uint32";
+    const MAX_SITES: usize = crate::core::lattice::MAX_SITES;
+}
+
+impl LabelValue for u64 {
+    const DTYPE: &'static str = "uint64";
+    const MAX_SITES: usize = crate::core::lattice::MAX_SITES_64;
+}
 
 /// A labeled lattice: 0 = empty, clusters numbered `1..=count()` in raster order of each cluster's
-/// first site (scipy.ndimage.label's numbering, identical on every backend and algorithm).
+/// first site (scipy.ndimage.label's numbering, identical on every backend and algorithm), in
+/// `u32` labels (the default) or `u64` ([`label64`](crate::label64),
+/// [`Labeler::label64`](crate::Labeler::label64)).
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Labels {
-    pub(crate) array: Array2<u32>,
+pub struct Labels<L: LabelValue = u32> {
+    pub(crate) array: Array2<L>,
     pub(crate) count: usize,
 }
 
-impl Labels {
+impl<L: LabelValue> Labels<L> {
     /// The number of clusters.
     pub fn count(&self) -> usize {
         self.count
     }
     /// The label image, `[y, x]` like the lattice.
-    pub fn array(&self) -> &Array2<u32> {
+    pub fn array(&self) -> &Array2<L> {
         &self.array
     }
     /// The label image, by value.
-    pub fn into_array(self) -> Array2<u32> {
+    pub fn into_array(self) -> Array2<L> {
         self.array
     }
     /// Sites per label: element 0 counts the empty sites, element `i` the sites of cluster `i`.
     pub fn sizes(&self) -> Vec<u64> {
         let mut sizes = vec![0u64; self.count + 1];
         for &l in self.array.iter() {
-            sizes[l as usize] += 1;
+            sizes[l.into() as usize] += 1;
         }
         sizes
     }

@@ -14,7 +14,6 @@ pub(crate) enum Input<'a> {
 
 impl Input<'_> {
     /// `(height, width)`.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))] // only the GPU backend asks
     pub(crate) fn dim(&self) -> (usize, usize) {
         match self {
             Input::U8(a) => a.dim(),
@@ -248,16 +247,28 @@ impl SiteValue for u32 {
     const ZERO: Self = 0;
 }
 
-/// The most sites a lattice may have: labels and provisional labels are `u32`, and 0 means empty.
+/// The most sites a lattice with `u32` labels may have: labels and provisional labels are `u32`,
+/// and 0 means empty. Larger lattices take `u64` labels ([`label64`](crate::label64),
+/// [`Labeler::label64`](crate::Labeler::label64)) up to [`MAX_SITES_64`].
 pub const MAX_SITES: usize = u32::MAX as usize - 1;
+
+/// The most sites a lattice with `u64` labels may have: the label image's bytes (8 a site) must
+/// fit one allocation (`isize::MAX` bytes). Memory is the real limit long before this: the
+/// labeling refuses, with its estimate of the bytes, what the machine cannot give.
+pub const MAX_SITES_64: usize = isize::MAX as usize / 8;
 
 /// Checks the site count against [`MAX_SITES`].
 pub(crate) fn check_size(h: usize, w: usize) -> crate::Result<()> {
+    check_size_for(h, w, MAX_SITES)
+}
+
+/// Checks the site count against `max` ([`MAX_SITES`] or [`MAX_SITES_64`]).
+pub(crate) fn check_size_for(h: usize, w: usize, max: usize) -> crate::Result<()> {
     match h.checked_mul(w) {
-        Some(n) if n <= MAX_SITES => Ok(()),
+        Some(n) if n <= max => Ok(()),
         n => Err(crate::Error::TooManySites {
             sites: n.unwrap_or(usize::MAX),
-            max: MAX_SITES,
+            max,
         }),
     }
 }

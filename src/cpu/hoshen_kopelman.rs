@@ -9,6 +9,7 @@
 //! increasing order, which is raster order of each cluster's first site.
 
 use super::neighbours;
+use super::union_find::Index;
 use crate::core::lattice::{Boundary, Connectivity};
 use crate::core::rule::JoinRule;
 use ndarray::ArrayViewMut2;
@@ -44,16 +45,16 @@ fn merge(n: &mut [i64], a: usize, b: usize) -> usize {
 #[derive(Default)]
 pub(crate) struct Scratch {
     n: Vec<i64>,
-    number: Vec<u32>,
+    number: Vec<u64>,
 }
 
-/// Labels by Hoshen–Kopelman; returns the number of clusters.
-pub(crate) fn label<R: JoinRule>(
+/// Labels by Hoshen–Kopelman into `u32` or `u64` labels; returns the number of clusters.
+pub(crate) fn label<R: JoinRule, L: Index>(
     rule: &R,
     connectivity: Connectivity,
     boundary: Boundary,
     scratch: &mut Scratch,
-    mut out: ArrayViewMut2<'_, u32>,
+    mut out: ArrayViewMut2<'_, L>,
 ) -> usize {
     let (h, w) = rule.dim();
     let Scratch { n, number } = scratch;
@@ -67,7 +68,7 @@ pub(crate) fn label<R: JoinRule>(
     for y in 0..h {
         for x in 0..w {
             if !rule.occupied(y, x) {
-                out[[y, x]] = 0;
+                out[[y, x]] = L::default();
                 continue;
             }
             let mut mine = 0usize;
@@ -77,7 +78,7 @@ pub(crate) fn label<R: JoinRule>(
                     continue;
                 }
                 let (ny, nx) = (ny as usize, nx as usize);
-                let theirs = out[[ny, nx]] as usize;
+                let theirs = out[[ny, nx]].usize();
                 if theirs == 0 || !rule.joined((y, x), (ny, nx)) {
                     continue;
                 }
@@ -92,7 +93,7 @@ pub(crate) fn label<R: JoinRule>(
                 n.push(0);
             }
             n[mine] += 1;
-            out[[y, x]] = mine as u32;
+            out[[y, x]] = L::from_usize(mine);
         }
     }
     if boundary != Boundary::Open && h > 0 && w > 0 {
@@ -103,7 +104,7 @@ pub(crate) fn label<R: JoinRule>(
         for (y, x) in edge {
             for (ny, nx, wrapped) in neighbours(y, x, h, w, connectivity, boundary) {
                 if wrapped && rule.joined((y, x), (ny, nx)) {
-                    merge(n, out[[y, x]] as usize, out[[ny, nx]] as usize);
+                    merge(n, out[[y, x]].usize(), out[[ny, nx]].usize());
                 }
             }
         }
@@ -111,7 +112,7 @@ pub(crate) fn label<R: JoinRule>(
     // Proper labels in increasing order become 1..=count; aliases point at smaller labels.
     number.clear();
     number.resize(n.len(), 0);
-    let mut count = 0u32;
+    let mut count = 0u64;
     for k in 1..n.len() {
         number[k] = if n[k] >= 0 {
             count += 1;
@@ -120,6 +121,6 @@ pub(crate) fn label<R: JoinRule>(
             number[(-n[k]) as usize]
         };
     }
-    out.mapv_inplace(|k| number[k as usize]);
+    out.mapv_inplace(|k| L::from_usize(number[k.usize()] as usize));
     count as usize
 }

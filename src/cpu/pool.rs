@@ -30,6 +30,16 @@ impl CpuPool {
         self.parallelism != Parallelism::Sequential
     }
 
+    /// The number of threads [`CpuPool::install`] runs on, without running anything there (a
+    /// thread count of 0 counts as 1: `install` refuses it).
+    pub(crate) fn threads(&self) -> usize {
+        match self.parallelism {
+            Parallelism::Sequential => 1,
+            Parallelism::Rayon => rayon::current_num_threads(),
+            Parallelism::Threads(n) => n.max(1),
+        }
+    }
+
     /// Runs `f(threads)` on the threads asked for: the caller's thread (`Sequential`, `threads`
     /// = 1), the current rayon pool (`Rayon`), or this pool's own threads (`Threads(n)`).
     ///

@@ -10,30 +10,33 @@
 //! site's label from its run's number.
 //!
 //! Bytes moved: the input is read once and the labels written once; the runs' union-find arrays
-//! (a few `u32` per run) are the only other traffic.
+//! (a few indices per run) are the only other traffic.
+//!
+//! Generic over the forest's index type `I` ([`Index`]: `u32`, or `u64` for lattices with more
+//! runs than `u32` numbers) and the label type `L` (`u32` or `u64`): one algorithm, each width paid
+//! only where it is needed.
 
-use super::union_find::{find_readonly, number_roots, union};
+use super::union_find::{find_readonly, number_roots, union, Index};
 use crate::core::bits::{shl1, shr1, words, WORD};
 use crate::lattice::{Boundary, Connectivity};
 use crate::rule::JoinRule;
 use ndarray::{ArrayViewMut2, Axis};
 use rayon::prelude::*;
-use std::sync::atomic::{AtomicU32, Ordering::Relaxed};
 
 /// Per-row scratch masks, `words(w)` long each.
 #[derive(Default)]
-struct RowTemps {
+struct RowTemps<I = u32> {
     left_c: Vec<u64>,
     left_p: Vec<u64>,
     up: Vec<u64>,
     diag: Vec<u64>,
     a: Vec<u64>,
     b: Vec<u64>,
-    cum_c: Vec<u32>,
-    cum_p: Vec<u32>,
+    cum_c: Vec<I>,
+    cum_p: Vec<I>,
 }
 
-impl RowTemps {
+impl<I: Index> RowTemps<I> {
     fn resize(&mut self, nw: usize) {
         for v in [
             &mut self.left_c,
@@ -45,14 +48,14 @@ impl RowTemps {
         ] {
             v.resize(nw, 0);
         }
-        self.cum_c.resize(nw, 0);
-        self.cum_p.resize(nw, 0);
+        self.cum_c.resize(nw, I::default());
+        self.cum_p.resize(nw, I::default());
     }
 }
 
 /// One horizontal strip: its rows' masks and its local union-find forest.
 #[derive(Default)]
-pub(super) struct Strip {
+pub(super) struct Strip<I = u32> {
     pub(super) y0: usize,
     pub(super) rows: usize,
     /// Occupancy bits, `rows × words(w)`.
@@ -60,32 +63,32 @@ pub(super) struct Strip {
     /// Run-start bits (occupied and not joined to the left neighbour).
     pub(super) starts: Vec<u64>,
     /// Local label of each row's first run, and the row's number of runs.
-    pub(super) row_base: Vec<u32>,
-    pub(super) row_runs: Vec<u32>,
+    pub(super) row_base: Vec<I>,
+    pub(super) row_runs: Vec<I>,
     /// Local union-find forest over the strip's runs.
-    pub(super) parent: Vec<u32>,
+    pub(super) parent: Vec<I>,
     /// Global label of the strip's first run.
-    pub(super) offset: u32,
+    pub(super) offset: I,
     /// Roots among the strip's runs, and the number before the strip's first root.
-    roots: u32,
-    first_number: u32,
-    temps: RowTemps,
+    roots: I,
+    first_number: I,
+    temps: RowTemps<I>,
 }
 
 /// A row as the merge sees it.
 #[derive(Clone, Copy)]
-pub(super) struct Row<'a> {
+pub(super) struct Row<'a, I = u32> {
     pub(super) y: usize,
     pub(super) occ: &'a [u64],
     pub(super) starts: &'a [u64],
     /// Label of the row's first run.
-    pub(super) base: u32,
-    pub(super) runs: u32,
+    pub(super) base: I,
+    pub(super) runs: I,
 }
 
-impl Strip {
+impl<I: Index> Strip<I> {
     /// Row `r` of the strip (run labels global once the strips' offsets are set).
-    pub(super) fn row(&self, r: usize, nw: usize) -> Row<'_> {
+    pub(super) fn row(&self, r: usize, nw: usize) -> Row<'_, I> {
         Row {
             y: self.y0 + r,
             occ: &self.occ[r * nw..(r + 1) * nw],
@@ -97,32 +100,43 @@ impl Strip {
 }
 
 /// The strip labeler's buffers, kept between calls so that a reused labeler does not allocate.
-#[derive(Default)]
-pub(crate) struct Scratch {
-    pub(super) strips: Vec<Strip>,
+pub(crate) struct Scratch<I: Index = u32> {
+    pub(super) strips: Vec<Strip<I>>,
     /// Global union-find forest (the strips' forests, concatenated).
-    pub(super) parent: Vec<u32>,
+    pub(super) parent: Vec<I>,
     /// `number[1 + label]`: the final cluster number of each run; `number[0]` is 0.
-    number: Vec<AtomicU32>,
-    seam: RowTemps,
+    number: Vec<I::Atomic>,
+    seam: RowTemps<I>,
+}
+
+// By hand: a derive would ask `I::Atomic: Default`.
+impl<I: Index> Default for Scratch<I> {
+    fn default() -> Self {
+        Scratch {
+            strips: Vec::new(),
+            parent: Vec::new(),
+            number: Vec::new(),
+            seam: RowTemps::default(),
+        }
+    }
 }
 
 /// Cumulative popcounts of `starts` before each word.
 #[inline]
-fn prefix_counts(starts: &[u64], cum: &mut [u32]) {
-    let mut c = 0;
+fn prefix_counts<I: Index>(starts: &[u64], cum: &mut [I]) {
+    let mut c = I::default();
     for (k, &s) in cum.iter_mut().zip(starts) {
         *k = c;
-        c += s.count_ones();
+        c = c + I::from_u32(s.count_ones());
     }
 }
 
 /// Label of the run that contains column `x` of a row (which must be occupied).
 #[inline]
-fn run_at(row: &Row<'_>, cum: &[u32], x: usize) -> u32 {
+fn run_at<I: Index>(row: &Row<'_, I>, cum: &[I], x: usize) -> I {
     let (i, j) = (x / WORD, x % WORD);
     let m = row.starts[i] & (u64::MAX >> (63 - j));
-    row.base + cum[i] + m.count_ones() - 1
+    row.base + cum[i] + I::from_u32(m.count_ones()) - I::ONE
 }
 
 /// Calls `f(x)` for each set bit `x` of the word sequence produced by `word(i)`.
@@ -138,13 +152,13 @@ fn for_each_bit(nw: usize, mut word: impl FnMut(usize) -> u64, mut f: impl FnMut
 }
 
 /// Joins the runs of `cur` to those of `prev` (the row above `cur`, or the wrapping row).
-fn merge_rows<R: JoinRule>(
+fn merge_rows<R: JoinRule, I: Index>(
     rule: &R,
     eight: bool,
-    cur: Row<'_>,
-    prev: Row<'_>,
-    t: &mut RowTemps,
-    mut join: impl FnMut(u32, u32),
+    cur: Row<'_, I>,
+    prev: Row<'_, I>,
+    t: &mut RowTemps<I>,
+    mut join: impl FnMut(I, I),
 ) {
     let nw = cur.occ.len();
     t.resize(nw);
@@ -190,14 +204,14 @@ fn merge_rows<R: JoinRule>(
 }
 
 /// Phase 1: masks, runs and the local forest of one strip.
-fn label_strip<R: JoinRule>(rule: &R, eight: bool, s: &mut Strip, nw: usize) {
+fn label_strip<R: JoinRule, I: Index>(rule: &R, eight: bool, s: &mut Strip<I>, nw: usize) {
     let rows = s.rows;
     s.occ.resize(rows * nw, 0);
     s.starts.resize(rows * nw, 0);
-    s.row_base.resize(rows, 0);
-    s.row_runs.resize(rows, 0);
+    s.row_base.resize(rows, I::default());
+    s.row_runs.resize(rows, I::default());
     s.parent.clear();
-    s.offset = 0;
+    s.offset = I::default();
     s.temps.resize(nw);
     for r in 0..rows {
         let y = s.y0 + r;
@@ -205,15 +219,16 @@ fn label_strip<R: JoinRule>(rule: &R, eight: bool, s: &mut Strip, nw: usize) {
             let occ = &mut s.occ[r * nw..(r + 1) * nw];
             rule.row_bits(y, occ, &mut s.temps.left_c);
             let starts = &mut s.starts[r * nw..(r + 1) * nw];
-            let mut n = 0;
+            // A row of `w` sites has at most `w` runs: the row's count is a usize.
+            let mut n = 0usize;
             for ((st, &o), &l) in starts.iter_mut().zip(occ.iter()).zip(&s.temps.left_c) {
                 *st = o & !l;
-                n += st.count_ones();
+                n += st.count_ones() as usize;
             }
-            let base = s.parent.len() as u32;
-            s.parent.extend(base..base + n);
-            s.row_base[r] = base;
-            s.row_runs[r] = n;
+            let base = s.parent.len();
+            s.parent.extend((base..base + n).map(I::from_usize));
+            s.row_base[r] = I::from_usize(base);
+            s.row_runs[r] = I::from_usize(n);
         }
         if r > 0 {
             let Strip {
@@ -246,15 +261,23 @@ fn locate(y: usize, chunk: usize) -> (usize, usize) {
     (y / chunk, y % chunk)
 }
 
+/// The most runs `rule`'s lattice of `h × w` sites can have: runs are cut by empty sites
+/// (`⌈w/2⌉` a row), and in segment mode (`any_site_a_run`) also between occupied sites.
+pub(crate) fn max_runs(h: usize, w: usize, any_site_a_run: bool) -> usize {
+    let per_row = if any_site_a_run { w } else { w.div_ceil(2) };
+    h.saturating_mul(per_row)
+}
+
 /// Labels the lattice of `rule` into `out` (scipy numbering); returns the number of clusters.
-/// Runs on the current rayon pool with up to `strips` strips.
-pub(crate) fn label<R: JoinRule>(
+/// Runs on the current rayon pool with up to `strips` strips. The lattice must have at most
+/// `I::MAX_NODES` runs (see [`max_runs`]), and at most `L`'s count of clusters.
+pub(crate) fn label<R: JoinRule, I: Index, L: Index>(
     rule: &R,
     connectivity: Connectivity,
     boundary: Boundary,
     strips: usize,
-    scratch: &mut Scratch,
-    mut out: ArrayViewMut2<'_, u32>,
+    scratch: &mut Scratch<I>,
+    mut out: ArrayViewMut2<'_, L>,
 ) -> usize {
     let w = rule.dim().1;
     let chunk = forest(
@@ -280,10 +303,10 @@ pub(crate) fn label<R: JoinRule>(
     } = scratch;
 
     // Number the roots in raster order.
-    number.resize_with(n + 1, || AtomicU32::new(0));
+    number.resize_with(n + 1, || I::new_atomic(I::default()));
     let count = if nstrips == 1 {
-        let nums = as_mut_u32(number);
-        nums[0] = 0;
+        let nums = I::plain(number);
+        nums[0] = I::default();
         number_roots(parent, nums, 1)
     } else {
         number_parallel(strips, parent, number)
@@ -299,7 +322,7 @@ pub(crate) fn label<R: JoinRule>(
                 match out_row.as_slice_mut() {
                     Some(dst) => write_row(&row, number, dst),
                     None => {
-                        let mut tmp = vec![0u32; w];
+                        let mut tmp = vec![L::default(); w];
                         write_row(&row, number, &mut tmp);
                         out_row.iter_mut().zip(&tmp).for_each(|(d, &v)| *d = v);
                     }
@@ -307,7 +330,7 @@ pub(crate) fn label<R: JoinRule>(
             }
         });
     scratch.restore();
-    count as usize
+    count.usize()
 }
 
 /// The rows per strip for `strips` strips of an `h`-row lattice (strips of at least 16 rows:
@@ -322,14 +345,14 @@ fn strip_rows(h: usize, strips: usize) -> usize {
 /// concatenated into `scratch.parent` (strip `k`'s runs shifted by its `offset`), the seams
 /// merged, and the wrapping edges that `boundary` asks for. Returns the rows per strip, 0 for an
 /// empty lattice. Call [`Scratch::restore`] when done with the forest.
-pub(super) fn forest<R: JoinRule, X: Default + Send>(
+pub(super) fn forest<R: JoinRule, X: Default + Send, I: Index>(
     rule: &R,
     connectivity: Connectivity,
     boundary: Boundary,
     strips: usize,
-    scratch: &mut Scratch,
+    scratch: &mut Scratch<I>,
     extras: &mut Vec<X>,
-    per_strip: impl Fn(&mut Strip, &mut X) + Sync,
+    per_strip: impl Fn(&mut Strip<I>, &mut X) + Sync,
 ) -> usize {
     let (h, w) = rule.dim();
     if h == 0 || w == 0 {
@@ -357,12 +380,12 @@ pub(super) fn forest<R: JoinRule, X: Default + Send>(
         });
 
     // Concatenate the forests, shifting each strip's labels by its offset.
-    let mut total = 0u32;
+    let mut total = 0usize;
     for s in scratch.strips.iter_mut() {
-        s.offset = total;
-        total += s.parent.len() as u32;
+        s.offset = I::from_usize(total);
+        total += s.parent.len();
     }
-    let n = total as usize;
+    let n = total;
     let Scratch {
         strips,
         parent,
@@ -372,7 +395,7 @@ pub(super) fn forest<R: JoinRule, X: Default + Send>(
     if nstrips == 1 {
         std::mem::swap(parent, &mut strips[0].parent);
     } else {
-        parent.resize(n, 0);
+        parent.resize(n, I::default());
         copy_forests(strips, parent);
     }
 
@@ -390,8 +413,8 @@ pub(super) fn forest<R: JoinRule, X: Default + Send>(
         });
     }
     if boundary.wraps_x() {
-        let first = |r: &Row<'_>| r.base;
-        let last = |r: &Row<'_>| r.base + r.runs - 1;
+        let first = |r: &Row<'_, I>| r.base;
+        let last = |r: &Row<'_, I>| r.base + r.runs - I::ONE;
         for y in 0..h {
             let cur = row_of(y);
             if rule.joined((y, 0), (y, w - 1)) {
@@ -417,12 +440,17 @@ pub(super) fn forest<R: JoinRule, X: Default + Send>(
 }
 
 /// Lattice row `y` of strips of `chunk` rows, with global run labels.
-pub(super) fn row_at(strips: &[Strip], chunk: usize, nw: usize, y: usize) -> Row<'_> {
+pub(super) fn row_at<I: Index>(
+    strips: &[Strip<I>],
+    chunk: usize,
+    nw: usize,
+    y: usize,
+) -> Row<'_, I> {
     let (k, r) = locate(y, chunk);
     strips[k].row(r, nw)
 }
 
-impl Scratch {
+impl<I: Index> Scratch<I> {
     /// Gives the single strip back its forest after [`forest`] (which lent it to `parent`), so
     /// that both buffers keep their capacity from call to call.
     pub(super) fn restore(&mut self) {
@@ -434,7 +462,7 @@ impl Scratch {
 
 /// Concatenates the strips' forests into `dst`, shifting labels by each strip's offset; splits
 /// `dst` recursively so that no list of chunks is allocated.
-fn copy_forests(strips: &[Strip], dst: &mut [u32]) {
+fn copy_forests<I: Index>(strips: &[Strip<I>], dst: &mut [I]) {
     if let [s] = strips {
         for (d, &p) in dst.iter_mut().zip(&s.parent) {
             *d = p + s.offset;
@@ -442,7 +470,7 @@ fn copy_forests(strips: &[Strip], dst: &mut [u32]) {
         return;
     }
     let mid = strips.len() / 2;
-    let split = (strips[mid].offset - strips[0].offset) as usize;
+    let split = (strips[mid].offset - strips[0].offset).usize();
     let (lo, hi) = dst.split_at_mut(split);
     rayon::join(
         || copy_forests(&strips[..mid], lo),
@@ -450,33 +478,27 @@ fn copy_forests(strips: &[Strip], dst: &mut [u32]) {
     );
 }
 
-/// `&mut [AtomicU32]` as `&mut [u32]`: exclusive access makes plain writes fine.
-fn as_mut_u32(a: &mut [AtomicU32]) -> &mut [u32] {
-    // SAFETY: AtomicU32 has the same size and alignment as u32, and the borrow is exclusive.
-    unsafe { std::slice::from_raw_parts_mut(a.as_mut_ptr().cast::<u32>(), a.len()) }
-}
-
 /// Numbers the roots of `parent` in raster order with one pass per strip in parallel: count the
 /// strips' roots, give each strip its first number, number the roots, then map every other
 /// label to its root's number (reading other strips' roots: hence the atomics).
-fn number_parallel(strips: &mut [Strip], parent: &[u32], number: &[AtomicU32]) -> u32 {
-    let range = |s: &Strip| s.offset as usize..s.offset as usize + s.parent.len();
+fn number_parallel<I: Index>(strips: &mut [Strip<I>], parent: &[I], number: &[I::Atomic]) -> I {
+    let range = |s: &Strip<I>| s.offset.usize()..s.offset.usize() + s.parent.len();
     strips.par_iter_mut().for_each(|s| {
         let r = range(s);
-        s.roots = r.filter(|&x| parent[x] as usize == x).count() as u32;
+        s.roots = I::from_usize(r.filter(|&x| parent[x].usize() == x).count());
     });
-    let mut acc = 0u32;
+    let mut acc = I::default();
     for s in strips.iter_mut() {
         s.first_number = acc;
-        acc += s.roots;
+        acc = acc + s.roots;
     }
-    number[0].store(0, Relaxed);
+    I::store(&number[0], I::default());
     strips.par_iter().for_each(|s| {
         let mut k = s.first_number;
         for x in range(s) {
-            if parent[x] as usize == x {
-                k += 1;
-                number[x + 1].store(k, Relaxed);
+            if parent[x].usize() == x {
+                k = k + I::ONE;
+                I::store(&number[x + 1], k);
             }
         }
     });
@@ -484,14 +506,21 @@ fn number_parallel(strips: &mut [Strip], parent: &[u32], number: &[AtomicU32]) -
         let lo = s.offset;
         for x in range(s) {
             let p = parent[x];
-            if p as usize != x {
+            if p.usize() != x {
                 // Parents precede their children: a parent inside the strip is already numbered.
                 let r = if p >= lo { p } else { find_readonly(parent, p) };
-                number[x + 1].store(number[r as usize + 1].load(Relaxed), Relaxed);
+                I::store(&number[x + 1], I::load(&number[r.usize() + 1]));
             }
         }
     });
     acc
+}
+
+/// A cluster number as a label: the label type is at least as wide as the numbers it receives
+/// (`u32` labels come only with `u32` indices), so this is a zero extension or nothing.
+#[inline(always)]
+fn widen<I: Index, L: Index>(v: I) -> L {
+    L::from_usize(v.usize())
 }
 
 /// Writes one row of labels: each occupied site gets its run's cluster number, empty sites 0.
@@ -500,22 +529,22 @@ fn number_parallel(strips: &mut [Strip], parent: &[u32], number: &[AtomicU32]) -
 /// fill per piece; a fragmented one (random lattices near p_c) site by occupied site, each site's
 /// run found by counting the run starts up to it.
 #[inline]
-fn write_row(row: &Row<'_>, number: &[AtomicU32], dst: &mut [u32]) {
+fn write_row<I: Index, L: Index>(row: &Row<'_, I>, number: &[I::Atomic], dst: &mut [L]) {
     // `k` indexes `number` (= label + 1) of the current run and steps at each run start; before
     // the row's first run it points at the previous label (or the 0 entry), which the occupancy
     // mask discards. A piece at the start of a word without a start bit continues the last run.
-    let mut k = row.base as usize;
+    let mut k = row.base.usize();
     for (i, out) in dst.chunks_mut(WORD).enumerate() {
         let (o, s) = (row.occ[i], row.starts[i]);
         if o == 0 {
-            out.fill(0);
+            out.fill(L::default());
             continue;
         }
         let len = out.len();
         let mut pieces = s | (o & !(o << 1));
         if pieces.count_ones() <= 4 {
             if o != u64::MAX {
-                out.fill(0);
+                out.fill(L::default());
             }
             while pieces != 0 {
                 let b = pieces.trailing_zeros() as usize;
@@ -523,19 +552,24 @@ fn write_row(row: &Row<'_>, number: &[AtomicU32], dst: &mut [u32]) {
                 pieces &= pieces - 1;
                 let gap = !o & (u64::MAX << b);
                 let end = pieces.trailing_zeros().min(gap.trailing_zeros()) as usize;
-                out[b..end.min(len)].fill(number[k].load(Relaxed));
+                out[b..end.min(len)].fill(widen(I::load(&number[k])));
             }
         } else {
             // Occupied sites only: each one's run is the count of starts up to it.
-            out.fill(0);
+            out.fill(L::default());
             let mut m = o;
             while m != 0 {
                 let j = m.trailing_zeros() as usize;
                 let run = k + (s & (u64::MAX >> (63 - j))).count_ones() as usize;
-                out[j] = number[run].load(Relaxed);
+                out[j] = widen(I::load(&number[run]));
                 m &= m - 1;
             }
             k += s.count_ones() as usize;
         }
     }
 }
+
+// The wide instantiations against the narrow one.
+#[cfg(test)]
+#[path = "strips_tests.rs"]
+mod tests;

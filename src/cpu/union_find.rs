@@ -1,19 +1,87 @@
-//! Union-find over `u32` labels that are indices into a parent array.
+//! Union-find over labels that are indices into a parent array: `u32`, or `u64` where a
+//! lattice can have more runs than `u32` numbers ([`Index`]).
 //!
 //! Every algorithm links the larger root under the smaller one, so a root is always the smallest
 //! label of its set, `parent[x] <= x` holds throughout, and numbering roots in increasing order
 //! gives scipy's raster-order labels when provisional labels are issued in raster order.
 
+use std::ops::{Add, Sub};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
+
+/// An index of the union-find forests (and the cluster numbers read off them): `u32` for every
+/// lattice whose runs `u32` can number, `u64` beyond. The strip labeler is generic over it, so
+/// that the wide type costs only the lattices that need it.
+pub(crate) trait Index:
+    Copy + Ord + Default + Send + Sync + Add<Output = Self> + Sub<Output = Self> + 'static
+{
+    /// The atomic of the same width, for the numbering written by several strips at once.
+    type Atomic: Send + Sync;
+    /// The largest count of nodes a forest of this type may hold: labels `0..MAX_NODES` and
+    /// numbers up to `MAX_NODES` must be representable, with room for the `+ 1` of `number`.
+    const MAX_NODES: usize;
+    const ONE: Self;
+    /// `n` as an index; callers keep `n` within [`Index::MAX_NODES`].
+    fn from_usize(n: usize) -> Self;
+    fn from_u32(n: u32) -> Self;
+    fn usize(self) -> usize;
+    fn new_atomic(v: Self) -> Self::Atomic;
+    fn load(a: &Self::Atomic) -> Self;
+    fn store(a: &Self::Atomic, v: Self);
+    /// `&mut [Atomic]` as plain values: exclusive access makes plain writes fine.
+    fn plain(a: &mut [Self::Atomic]) -> &mut [Self];
+}
+
+macro_rules! index {
+    ($t:ty, $atomic:ty) => {
+        impl Index for $t {
+            type Atomic = $atomic;
+            const MAX_NODES: usize = (<$t>::MAX - 1) as usize;
+            const ONE: Self = 1;
+            #[inline]
+            fn from_usize(n: usize) -> Self {
+                n as $t
+            }
+            #[inline]
+            fn from_u32(n: u32) -> Self {
+                n as $t
+            }
+            #[inline]
+            fn usize(self) -> usize {
+                self as usize
+            }
+            #[inline]
+            fn new_atomic(v: Self) -> Self::Atomic {
+                <$atomic>::new(v)
+            }
+            #[inline]
+            fn load(a: &Self::Atomic) -> Self {
+                a.load(Relaxed)
+            }
+            #[inline]
+            fn store(a: &Self::Atomic, v: Self) {
+                a.store(v, Relaxed)
+            }
+            fn plain(a: &mut [Self::Atomic]) -> &mut [Self] {
+                // SAFETY: the atomic has the same size and alignment as the integer, and the
+                // borrow is exclusive.
+                unsafe { std::slice::from_raw_parts_mut(a.as_mut_ptr().cast::<$t>(), a.len()) }
+            }
+        }
+    };
+}
+index!(u32, AtomicU32);
+index!(u64, AtomicU64);
+
 /// The root of `x`, halving the path on the way (each visited node skips to its grandparent).
 #[inline]
-pub(crate) fn find(parent: &mut [u32], mut x: u32) -> u32 {
+pub(crate) fn find<I: Index>(parent: &mut [I], mut x: I) -> I {
     loop {
-        let p = parent[x as usize];
+        let p = parent[x.usize()];
         if p == x {
             return x;
         }
-        let gp = parent[p as usize];
-        parent[x as usize] = gp;
+        let gp = parent[p.usize()];
+        parent[x.usize()] = gp;
         if gp == p {
             return p;
         }
@@ -23,9 +91,9 @@ pub(crate) fn find(parent: &mut [u32], mut x: u32) -> u32 {
 
 /// The root of `x` without changing the forest (for concurrent readers).
 #[inline]
-pub(crate) fn find_readonly(parent: &[u32], mut x: u32) -> u32 {
+pub(crate) fn find_readonly<I: Index>(parent: &[I], mut x: I) -> I {
     loop {
-        let p = parent[x as usize];
+        let p = parent[x.usize()];
         if p == x {
             return x;
         }
@@ -41,8 +109,8 @@ pub(crate) fn find_readonly(parent: &[u32], mut x: u32) -> u32 {
 /// at once for the many unions of a raster scan whose two runs are already joined. Parents only
 /// ever decrease, so `parent[x] <= x` holds.
 #[inline]
-pub(crate) fn union(parent: &mut [u32], a: u32, b: u32) {
-    let (mut x, mut y) = (a as usize, b as usize);
+pub(crate) fn union<I: Index>(parent: &mut [I], a: I, b: I) {
+    let (mut x, mut y) = (a.usize(), b.usize());
     loop {
         let (px, py) = (parent[x], parent[y]);
         if px == py {
@@ -50,16 +118,16 @@ pub(crate) fn union(parent: &mut [u32], a: u32, b: u32) {
         }
         if px > py {
             parent[x] = py;
-            if px as usize == x {
+            if px.usize() == x {
                 return;
             }
-            x = px as usize;
+            x = px.usize();
         } else {
             parent[y] = px;
-            if py as usize == y {
+            if py.usize() == y {
                 return;
             }
-            y = py as usize;
+            y = py.usize();
         }
     }
 }
@@ -67,14 +135,14 @@ pub(crate) fn union(parent: &mut [u32], a: u32, b: u32) {
 /// Numbers the roots `1..=n` in increasing order and maps every label to its root's number,
 /// writing `number[label + offset]`; returns `n`. Needs `parent[x] <= x` (see the module docs), so
 /// one forward pass suffices.
-pub(crate) fn number_roots(parent: &[u32], number: &mut [u32], offset: usize) -> u32 {
-    let mut n = 0u32;
+pub(crate) fn number_roots<I: Index>(parent: &[I], number: &mut [I], offset: usize) -> I {
+    let mut n = I::default();
     for (x, &p) in parent.iter().enumerate() {
-        number[x + offset] = if p as usize == x {
-            n += 1;
+        number[x + offset] = if p.usize() == x {
+            n = n + I::ONE;
             n
         } else {
-            number[p as usize + offset]
+            number[p.usize() + offset]
         };
     }
     n
@@ -96,6 +164,15 @@ mod tests {
         let mut num = vec![0; 7];
         let n = number_roots(&p, &mut num, 1);
         assert_eq!(n, 3);
+        assert_eq!(&num[1..], &[1, 2, 3, 2, 3, 3]);
+        // The wide instantiation is the same algorithm.
+        let mut p: Vec<u64> = (0..6).collect();
+        union(&mut p, 4u64, 2);
+        union(&mut p, 5, 4);
+        union(&mut p, 3, 1);
+        assert_eq!(find(&mut p, 5), 2);
+        let mut num = vec![0u64; 7];
+        assert_eq!(number_roots(&p, &mut num, 1), 3);
         assert_eq!(&num[1..], &[1, 2, 3, 2, 3, 3]);
     }
 }

@@ -76,7 +76,9 @@ pub(crate) fn check_header(path: &Path, shape: &[usize], dtype: &Dtype) -> Resul
         return Err(rank_error(path, shape));
     }
     let size = dtype.size().ok_or_else(|| unsupported(path, dtype))?;
-    crate::core::lattice::check_size(shape[0], shape[1])?;
+    // Beyond MAX_SITES, u64 labels number the lattice: the reader takes any size that fits the
+    // machine (the labeling checks its own memory).
+    crate::core::lattice::check_size_for(shape[0], shape[1], crate::MAX_SITES_64)?;
     let sites = (shape[0] * shape[1]) as u64;
     // The array as read, and the narrowed lattice it becomes.
     let need = sites * size as u64 + if size > 4 { sites * 4 } else { 0 };

@@ -152,9 +152,10 @@ pub(crate) fn write_lattice_dataset(
     }
 }
 
-fn write_labels_file(
+fn write_labels_file<T: ::hdf5::H5Type>(
     path: &Path,
-    labels: &Labels,
+    array: ArrayView2<'_, T>,
+    count: usize,
     meta: &LabelMeta,
     lattice: Option<&Lattice>,
     options: &WriteOptions,
@@ -162,7 +163,7 @@ fn write_labels_file(
     use ::hdf5::types::VarLenUnicode;
     let file = ::hdf5::File::create(path)?;
     {
-        let ds = write_hdf5_array(&file, LABELS_DATASET, labels.array().view(), options)?;
+        let ds = write_hdf5_array(&file, LABELS_DATASET, array, options)?;
         let connectivity = meta.connectivity.neighbours() as u32;
         ds.new_attr::<u32>()
             .create("connectivity")?
@@ -177,7 +178,7 @@ fn write_labels_file(
             .write_scalar(&boundary)?;
         ds.new_attr::<u64>()
             .create("count")?
-            .write_scalar(&(labels.count() as u64))?;
+            .write_scalar(&(count as u64))?;
         ds.new_attr::<u8>()
             .create("segments")?
             .write_scalar(&u8::from(meta.segments))?;
@@ -189,17 +190,20 @@ fn write_labels_file(
 }
 
 /// Writes the label file `path` (see [`write_labels`](super::write_labels)).
-pub(crate) fn write_labels(
+pub(crate) fn write_labels<L: crate::LabelValue>(
     path: &Path,
-    labels: &Labels,
+    labels: &Labels<L>,
     meta: &LabelMeta,
     lattice: Option<&Lattice>,
     options: &WriteOptions,
 ) -> Result<()> {
-    hdf5_result(
-        path,
-        write_labels_file(path, labels, meta, lattice, options),
-    )
+    use crate::core::labels::LabelArray;
+    let count = labels.count();
+    let written = match L::array(labels.array()) {
+        LabelArray::U32(a) => write_labels_file(path, a.view(), count, meta, lattice, options),
+        LabelArray::U64(a) => write_labels_file(path, a.view(), count, meta, lattice, options),
+    };
+    hdf5_result(path, written)
 }
 
 /// Writes the lattice file `path` (see [`write_lattice`](super::write_lattice)).

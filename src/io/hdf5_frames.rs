@@ -43,6 +43,8 @@ impl Hdf5Frames {
         let td = hdf5_result(path, ds.dtype().and_then(|t| t.to_descriptor()))?;
         let dtype = hdf5_dtype(&td);
         check_header(path, &shape[1..], &dtype)?;
+        // Frames are labeled into u32 (`LabelSink`): refused from the header beyond that.
+        crate::core::lattice::check_size(shape[1], shape[2])?;
         check_filters(path, name, &ds)?;
         Ok((Hdf5Frames { ds }, shape, dtype))
     }

@@ -17,9 +17,9 @@ pub(crate) fn read_lattice(path: &Path, _dataset: &str) -> Result<Lattice> {
     Err(off(path))
 }
 
-pub(crate) fn write_labels(
+pub(crate) fn write_labels<L: crate::LabelValue>(
     path: &Path,
-    _labels: &Labels,
+    _labels: &Labels<L>,
     _meta: &LabelMeta,
     _lattice: Option<&Lattice>,
     _options: &WriteOptions,

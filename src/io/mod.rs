@@ -6,9 +6,10 @@
 //!   and `u32` are kept as they are; signed integers and `u64` are converted to the narrowest of
 //!   `u8`, `u16`, `u32` that holds every value. In an HDF5 file the lattice is the dataset
 //!   `/lattice` unless another one is named.
-//! - [`write_labels`] writes the `u32` label image: the array itself in a `.npy` file; in an HDF5
-//!   file the dataset `/labels` with the attributes `connectivity`, `boundary`, `count` and
-//!   `segments`, and the lattice as `/lattice` when given.
+//! - [`write_labels`] writes the label image, `uint32` or `uint64` as the labels are: the array
+//!   itself in a `.npy` file; in an HDF5 file the dataset `/labels` with the attributes
+//!   `connectivity`, `boundary`, `count` and `segments`, and the lattice as `/lattice` when given.
+//!   A `uint64` label file reads back through [`read_lattice`] (narrowed when its labels fit).
 //! - [`write_lattice`] writes a lattice (`.npy`, or `/lattice` in an HDF5 file).
 //! - Stacks of frames, `(T, H, W)`: [`FrameReader`] reads one frame at a time, [`LabelSink`]
 //!   writes label frames one at a time (to a new file, or added safely to an existing HDF5
@@ -42,7 +43,8 @@ pub use columns::{
 };
 pub use frames::{array_shape, FrameReader, FrameSelection, LabelLayout, LabelSink};
 
-use crate::{Boundary, Connectivity, Error, Labels, Result};
+use crate::core::labels::LabelArray;
+use crate::{Boundary, Connectivity, Error, LabelValue, Labels, Result};
 use atomic::io_error;
 use std::path::Path;
 
@@ -139,8 +141,8 @@ pub fn read_lattice(path: &Path, dataset: Option<&str>) -> Result<Lattice> {
     }
 }
 
-/// Writes a label image: `.npy` gets the `u32` label array; an HDF5 file gets the dataset
-/// `/labels` (`u32`) with the attributes `connectivity` (`u32`: 4 or 8), `boundary` (string:
+/// Writes a label image: `.npy` gets the label array (`u32`, or `u64` for [`Labels<u64>`]); an
+/// HDF5 file gets the dataset `/labels` (of the labels' type) with the attributes `connectivity` (`u32`: 4 or 8), `boundary` (string:
 /// `open`, `periodic`, `periodic-x` or `periodic-y`), `count` (`u64`, the number of clusters) and
 /// `segments` (`u8`: 0 or 1), plus the dataset `/lattice` when `lattice` is given (`.npy` files
 /// ignore it). The file is replaced atomically (see [`write_atomically`]).
@@ -148,9 +150,9 @@ pub fn read_lattice(path: &Path, dataset: Option<&str>) -> Result<Lattice> {
 /// # Errors
 /// [`Error::InvalidArgument`] for an unsupported extension, [`Error::Io`] or [`Error::Hdf5`] when
 /// writing fails; nothing is left behind then.
-pub fn write_labels(
+pub fn write_labels<L: LabelValue>(
     path: &Path,
-    labels: &Labels,
+    labels: &Labels<L>,
     meta: &LabelMeta,
     lattice: Option<&Lattice>,
 ) -> Result<()> {
@@ -161,15 +163,18 @@ pub fn write_labels(
 ///
 /// # Errors
 /// As [`write_labels`].
-pub fn write_labels_with(
+pub fn write_labels_with<L: LabelValue>(
     path: &Path,
-    labels: &Labels,
+    labels: &Labels<L>,
     meta: &LabelMeta,
     lattice: Option<&Lattice>,
     options: &WriteOptions,
 ) -> Result<()> {
     match Format::from_path(path)? {
-        Format::Npy => write_atomically(path, |tmp| npy::write_array(tmp, labels.array())),
+        Format::Npy => write_atomically(path, |tmp| match L::array(labels.array()) {
+            LabelArray::U32(a) => npy::write_array(tmp, a),
+            LabelArray::U64(a) => npy::write_array(tmp, a),
+        }),
         Format::Hdf5 => write_atomically(path, |tmp| {
             hdf5::write_labels(tmp, labels, meta, lattice, options)
         }),

@@ -78,6 +78,8 @@ impl NpyFrames {
             ));
         }
         check_header(path, &h.shape[1..], &h.dtype)?;
+        // Frames are labeled into u32 (`LabelSink`): refused from the header beyond that.
+        crate::core::lattice::check_size(h.shape[1], h.shape[2])?;
         let size = h.dtype.size().ok_or_else(|| unsupported(path, &h.dtype))?;
         let frame_bytes = h.shape[1] * h.shape[2] * size;
         let need = (frame_bytes as u64).saturating_mul(h.shape[0] as u64);

@@ -9,6 +9,7 @@ use super::model::{Geometry, Model};
 use super::newman_ziff::run_samples;
 use super::sums::MicroSums;
 use super::tau::{fit_tau, TauFit};
+use crate::core::alloc::available_memory;
 use crate::device::Device;
 use crate::{Backend, Boundary, Error, Options, Result};
 use std::fmt;
@@ -493,12 +494,4 @@ pub struct StudyResults {
     pub p_c: Option<LineFit>,
     /// Per size.
     pub sizes: Vec<SizeResult>,
-}
-
-/// `MemAvailable` from `/proc/meminfo`, where there is one.
-fn available_memory() -> Option<u64> {
-    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let line = text.lines().find(|l| l.starts_with("MemAvailable:"))?;
-    let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
-    Some(kb * 1024)
 }

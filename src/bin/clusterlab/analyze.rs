@@ -140,6 +140,11 @@ pub fn run(args: AnalyzeArgs) -> Result<()> {
         }
     };
 
+    crate::label::refuse_beyond_u32(
+        &args.input,
+        args.lattice.dataset.as_deref(),
+        "the cluster table",
+    )?;
     let stage = Stage::new(args.out.quiet || args.json);
     stage.set(format!("reading {}", args.input.display()));
     let l = &args.lattice;

@@ -5,12 +5,34 @@ use crate::args::{
     LatticeArgs, OutputArgs, Stage,
 };
 use crate::timings::Timings;
-use anyhow::Result;
-use clap::Args;
-use clusterlab::io::{self, Format, LabelMeta};
-use clusterlab::{Algorithm, Backend, Labeler};
+use anyhow::{bail, Result};
+use clap::{Args, ValueEnum};
+use clusterlab::io::{self, Format, LabelMeta, Lattice};
+use clusterlab::{Algorithm, Backend, LabelValue, Labeler, Labels, MAX_SITES};
 use std::path::PathBuf;
-use std::time::Instant;
+use std::time::{Duration, Instant};
+
+/// The label type of the output (`--label-dtype`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum LabelDtype {
+    /// uint32 up to 4294967294 sites, uint64 beyond.
+    Auto,
+    /// 32-bit labels (lattices of up to 4294967294 sites).
+    Uint32,
+    /// 64-bit labels (any lattice that fits in memory).
+    Uint64,
+}
+
+impl LabelDtype {
+    /// Whether an `h × w` lattice gets `u64` labels.
+    fn wide(self, h: usize, w: usize) -> bool {
+        match self {
+            LabelDtype::Auto => h.checked_mul(w).is_none_or(|n| n > MAX_SITES),
+            LabelDtype::Uint32 => false,
+            LabelDtype::Uint64 => true,
+        }
+    }
+}
 
 #[derive(Debug, Args)]
 pub struct LabelArgs {
@@ -19,9 +41,9 @@ pub struct LabelArgs {
     /// to the narrowest of uint8/uint16/uint32 that holds every value.
     pub input: PathBuf,
 
-    /// Where to write the labels (replaced atomically). .npy: the uint32 label image. .h5/.hdf5:
-    /// dataset /labels with attributes connectivity, boundary, count and segments, plus the input
-    /// as /lattice. Without it, only the summary is printed. A stack (--frames) gives a
+    /// Where to write the labels (replaced atomically). .npy: the label image (uint32, or uint64
+    /// as --label-dtype says). .h5/.hdf5: dataset /labels (of the same type) with attributes
+    /// connectivity, boundary, count and segments, plus the input as /lattice. Without it, only the summary is printed. A stack (--frames) gives a
     /// (T', H, W) label array: .npy the array, .h5 /labels (one frame per chunk, attributes
     /// connectivity, boundary, segments, frame_start) and /frames/<column> (one row per frame:
     /// frame, clusters, largest, occupied, time_ms); no /lattice.
@@ -76,7 +98,8 @@ pub struct LabelArgs {
 
     /// Print the summary as one JSON object (keys: command, input, dtype, height, width,
     /// connectivity, boundary, segments, algorithm, backend, clusters, largest,
-    /// largest_fraction, occupied, occupied_fraction, time_ms, output). A stack gives one
+    /// largest_fraction, occupied, occupied_fraction, time_ms, output, label_dtype — uint32 or
+    /// uint64). A stack gives one
     /// document with those keys for the run (time_ms the total; no clusters, largest, occupied)
     /// plus frames_in_file, frame_start, frame_end, appended and frames: a list of one object per
     /// frame (frame, clusters, largest, largest_fraction, occupied, occupied_fraction, time_ms).
@@ -89,11 +112,21 @@ pub struct LabelArgs {
     /// write and total, in milliseconds. 2-D lattices only.
     #[arg(long, conflicts_with = "frames")]
     pub timings: bool,
+
+    /// The labels' type: auto (uint32 up to 4294967294 sites, uint64 beyond), uint32 or uint64
+    /// (8 bytes a site: twice the memory and file size, the same labels). A uint64 labeling
+    /// that does not fit in memory is refused before it starts, with the estimate of the bytes
+    /// it needs. --frames and --append write uint32 labels only.
+    #[arg(long, value_name = "DTYPE", value_enum, default_value = "auto")]
+    pub label_dtype: LabelDtype,
 }
 
 pub fn run(args: LabelArgs) -> Result<()> {
     let l = &args.lattice;
     if let Some(frames) = crate::stack::selection(&args.input, l.dataset.as_deref(), args.frames)? {
+        if args.label_dtype == LabelDtype::Uint64 {
+            bail!("--frames writes uint32 labels only: leave out --label-dtype uint64");
+        }
         return crate::stack::label(&args, frames);
     }
     if args.append {
@@ -106,12 +139,38 @@ pub fn run(args: LabelArgs) -> Result<()> {
         check_not_input(out, &[&args.input], "the input lattice")?;
     }
 
+    // A lattice that will take u64 labels and does not fit in memory is refused from its
+    // header, before it is read (on the CPU: a GPU's labeling checks once the lattice is read).
+    if let [h, w] = io::array_shape(&args.input, l.dataset.as_deref())?[..] {
+        let wide = args.label_dtype.wide(h, w);
+        if wide && !matches!(args.backend, Backend::Cuda { .. }) {
+            Labeler::new(l.connectivity, l.boundary)
+                .segments(l.segments)
+                .parallelism(l.parallelism())
+                .check_memory64(h, w, 1)?;
+        }
+        if !wide && h.saturating_mul(w) > MAX_SITES {
+            bail!(
+                "{}: lattice of {h}x{w} sites is too large for uint32 labels (at most {MAX_SITES} \
+                 sites): use --label-dtype uint64 (or auto)",
+                args.input.display()
+            );
+        }
+    }
+
     let stage = Stage::new(args.out.quiet || args.json);
     let mut clock = Timings::start(args.timings);
     stage.set(format!("reading {}", args.input.display()));
     let lattice = io::read_lattice(&args.input, l.dataset.as_deref())?;
     let (h, w) = lattice.dim();
     clock.lap("read");
+    let wide = args.label_dtype.wide(h, w);
+    if wide && args.append {
+        bail!(
+            "--append writes uint32 labels only, and this {h}x{w} lattice needs uint64 labels \
+             (or --label-dtype uint64 was given): write them with --output instead"
+        );
+    }
 
     let mut labeler = Labeler::new(l.connectivity, l.boundary)
         .segments(l.segments)
@@ -120,44 +179,34 @@ pub fn run(args: LabelArgs) -> Result<()> {
         .backend(args.backend)?;
     clock.lap("open");
     stage.set(format!("labeling {h}x{w} lattice"));
-    let start = Instant::now();
-    let labels = lattice.label_with(&mut labeler)?;
-    let elapsed = start.elapsed();
-    clock.lap("label");
-
-    if args.append {
-        stage.set(format!("adding the labels to {}", args.input.display()));
-        let meta = crate::stack::label_meta(l);
-        let mut sink = io::LabelSink::append(
-            &args.input,
-            args.labels_dataset.as_deref().unwrap_or(io::LABELS_DATASET),
-            args.force,
-            io::LabelLayout::image((h, w)),
-            &meta,
-            &args.out.write_options(),
-        )?;
-        sink.push(&labels)?;
-        sink.finish(&[])?;
-    } else if let Some(out) = &args.output {
-        stage.set(format!("writing {}", out.display()));
-        let meta = LabelMeta {
-            connectivity: l.connectivity,
-            boundary: l.boundary,
-            segments: l.segments,
-        };
-        io::write_labels_with(
-            out,
-            &labels,
-            &meta,
-            Some(&lattice),
-            &args.out.write_options(),
-        )?;
-    }
-    clock.lap("write");
+    let done = if wide {
+        label_and_write(
+            &args,
+            &lattice,
+            &mut labeler,
+            &mut clock,
+            &stage,
+            |lat, lab| lat.label64_with(lab),
+        )?
+    } else {
+        label_and_write(
+            &args,
+            &lattice,
+            &mut labeler,
+            &mut clock,
+            &stage,
+            |lat, lab| lat.label_with(lab),
+        )?
+    };
     drop(stage);
     let timings = clock.finish();
 
-    let sizes = labels.sizes();
+    let Done {
+        count,
+        sizes,
+        elapsed,
+        label_dtype,
+    } = done;
     let sites = (h * w) as f64;
     let largest = sizes.iter().skip(1).copied().max().unwrap_or(0);
     let occupied = (h * w) as u64 - sizes[0];
@@ -175,13 +224,14 @@ pub fn run(args: LabelArgs) -> Result<()> {
             "segments": l.segments,
             "algorithm": args.algorithm.name(),
             "backend": labeler.backend_name(),
-            "clusters": labels.count(),
+            "clusters": count,
             "largest": largest,
             "largest_fraction": fraction(largest),
             "occupied": occupied,
             "occupied_fraction": fraction(occupied),
             "time_ms": elapsed.as_secs_f64() * 1e3,
             "output": output,
+            "label_dtype": label_dtype,
         });
         if let Some(t) = timings {
             doc["timings"] = t;
@@ -201,14 +251,99 @@ pub fn run(args: LabelArgs) -> Result<()> {
             l.connectivity.neighbours(),
             l.boundary,
             mode(l.segments),
-            labels.count(),
+            count,
             fraction(largest),
             fraction(occupied),
             elapsed.as_secs_f64() * 1e3,
             labeler.backend_name(),
-            output.as_deref().unwrap_or("none (summary only)"),
+            match &output {
+                Some(o) if wide => format!("{o} (uint64 labels)"),
+                Some(o) => o.clone(),
+                None => "none (summary only)".into(),
+            },
         );
         print_stdout(&summary);
     }
     Ok(())
+}
+
+/// Refuses, from the file's header and before reading it, a lattice beyond `MAX_SITES` sites for
+/// `what` (the cluster table and the plots number clusters in uint32; only `label` takes uint64
+/// labels), so that a 4.9·10⁹-site file is not read only to be refused.
+pub fn refuse_beyond_u32(path: &std::path::Path, dataset: Option<&str>, what: &str) -> Result<()> {
+    if let [h, w] = io::array_shape(path, dataset)?[..] {
+        if h.saturating_mul(w) > MAX_SITES {
+            bail!(
+                "{}: lattice of {h}x{w} sites is too large for {what} (at most {MAX_SITES} \
+                 sites); `clusterlab label` labels it into uint64",
+                path.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// What the summary needs of a labeling.
+struct Done {
+    count: usize,
+    sizes: Vec<u64>,
+    elapsed: Duration,
+    label_dtype: &'static str,
+}
+
+/// Labels with `label` (into `u32` or `u64` labels) and writes (or appends) the labels.
+fn label_and_write<L: LabelValue>(
+    args: &LabelArgs,
+    lattice: &Lattice,
+    labeler: &mut Labeler,
+    clock: &mut Timings,
+    stage: &Stage,
+    label: impl FnOnce(&Lattice, &mut Labeler) -> clusterlab::Result<Labels<L>>,
+) -> Result<Done> {
+    let l = &args.lattice;
+    let (h, w) = lattice.dim();
+    let start = Instant::now();
+    let labels = label(lattice, labeler)?;
+    let elapsed = start.elapsed();
+    clock.lap("label");
+
+    if args.append {
+        // Checked before labeling: --append comes with u32 labels only.
+        let Some(labels) = (&labels as &dyn std::any::Any).downcast_ref::<Labels>() else {
+            bail!("--append writes uint32 labels only");
+        };
+        stage.set(format!("adding the labels to {}", args.input.display()));
+        let meta = crate::stack::label_meta(l);
+        let mut sink = io::LabelSink::append(
+            &args.input,
+            args.labels_dataset.as_deref().unwrap_or(io::LABELS_DATASET),
+            args.force,
+            io::LabelLayout::image((h, w)),
+            &meta,
+            &args.out.write_options(),
+        )?;
+        sink.push(labels)?;
+        sink.finish(&[])?;
+    } else if let Some(out) = &args.output {
+        stage.set(format!("writing {}", out.display()));
+        let meta = LabelMeta {
+            connectivity: l.connectivity,
+            boundary: l.boundary,
+            segments: l.segments,
+        };
+        io::write_labels_with(
+            out,
+            &labels,
+            &meta,
+            Some(lattice),
+            &args.out.write_options(),
+        )?;
+    }
+    clock.lap("write");
+    Ok(Done {
+        count: labels.count(),
+        sizes: labels.sizes(),
+        elapsed,
+        label_dtype: L::DTYPE,
+    })
 }

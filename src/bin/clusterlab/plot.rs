@@ -332,8 +332,10 @@ pub fn run(args: PlotArgs) -> Result<()> {
                     let mut an = analyzer(Parallelism::Rayon);
                     let mut d = SizeDistribution::new();
                     for input in &args.inputs {
+                        let dataset = args.lattice.dataset.as_deref();
+                        crate::label::refuse_beyond_u32(input, dataset, "the size distribution")?;
                         stage.set(format!("reading {}", input.display()));
-                        let lattice = io::read_lattice(input, args.lattice.dataset.as_deref())?;
+                        let lattice = io::read_lattice(input, dataset)?;
                         let (h, w) = lattice.dim();
                         stage.set(format!("analyzing {} ({h}x{w})", input.display()));
                         let table = match &lattice {
@@ -420,8 +422,10 @@ pub fn run(args: PlotArgs) -> Result<()> {
                 }
                 None => {
                     let input = &args.inputs[0];
+                    let dataset = args.lattice.dataset.as_deref();
+                    crate::label::refuse_beyond_u32(input, dataset, "a label image plot")?;
                     stage.set(format!("reading {}", input.display()));
-                    io::read_lattice(input, args.lattice.dataset.as_deref())?
+                    io::read_lattice(input, dataset)?
                 }
             };
             let (h, w) = lattice.dim();
