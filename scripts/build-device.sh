@@ -9,6 +9,7 @@
 #   .device-bin/gpu_vs_peers     the GPU benchmark against cupyx and OpenCV (all cores)
 #   .device-bin/multi_gpu        benches/multi_gpu.rs (strips over 1..N GPUs and loopback)
 #   .device-bin/labels64_gpu     benches/labels64_gpu.rs (64-bit against 32-bit labels, up to 70000²)
+#   .device-bin/labels64         benches/labels64.rs (the same on the CPU, or through Labeler)
 # Then: run scripts/device-bench.sh on the device with carry [".device-bin"].
 # Honours CARGO_TARGET_DIR; fails (non-zero, with cargo's errors) when anything does not build.
 set -euo pipefail
@@ -47,7 +48,7 @@ copy clusterlab clusterlab build --release
 # Bench targets, by the names scripts/gpu-run.sh and scripts/device-bench.sh run them under.
 for pair in cpu_vs_peers:cpu_vs_peers gpu_vs_peers:gpu_vs_peers gpu_timing:gpu_timing \
     gpu_analysis:gpu_analysis_timing swendsen_wang_gpu:swendsen_wang_gpu fixed_p:fixed_p multi_gpu:multi_gpu \
-    labels64_gpu:labels64_gpu; do
+    labels64_gpu:labels64_gpu labels64:labels64; do
     if [ -f "benches/${pair%%:*}.rs" ]; then
         copy "${pair%%:*}" "${pair##*:}" bench --bench "${pair%%:*}" --no-run
     fi
