@@ -64,6 +64,8 @@ pub mod generate;
 pub mod io;
 pub mod mc;
 pub mod percolation;
+// MPI sample farms (rank split and sums sent between ranks; the MPI part with feature `mpi`).
+pub mod farm;
 
 // Guides (prose and doctests only), e.g. `docs::coming_from` for users of scipy, cc3d,
 // scikit-image and OpenCV.
