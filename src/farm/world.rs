@@ -109,11 +109,26 @@ impl Farm {
         self.world.process_at_rank(0)
     }
 
-    fn receive_from(&self, rank: usize) -> Vec<u64> {
-        self.world
-            .process_at_rank(rank as Rank)
-            .receive_vec::<u64>()
-            .0
+    /// Sends `words` to `rank`: their count, then the words ([`Farm::receive_from`]).
+    fn send_to(&self, rank: usize, words: &[u64]) {
+        let to = self.world.process_at_rank(rank as Rank);
+        to.send(&(words.len() as u64));
+        to.send(words);
+    }
+
+    /// The words `rank` sent with [`Farm::send_to`]. The count comes first so that a garbled
+    /// one is refused before it sizes an allocation.
+    fn receive_from(&self, rank: usize) -> Result<Vec<u64>> {
+        let from = self.world.process_at_rank(rank as Rank);
+        let (n, _) = from.receive::<u64>();
+        if n > MAX_MESSAGE {
+            return Err(Error::Farm(format!(
+                "rank {rank} announced {n} words, more than any message holds"
+            )));
+        }
+        let mut words = vec![0u64; n as usize];
+        from.receive_into(&mut words[..]);
+        Ok(words)
     }
 
     /// Sends `words` from rank 0 to every rank (a length, then the words).
@@ -181,7 +196,7 @@ impl Farm {
                     .newman_ziff(order.geometry, &order.extra, order.seed, mine, pool)?
                     .pack(&mut out);
             }
-            self.root_process().send(&out[..]);
+            self.send_to(0, &out);
         }
     }
 
@@ -217,7 +232,7 @@ impl Farm {
             .into_iter()
             .map(|c| (c, MemorySink::default()))
             .collect();
-        let start = self.receive_from(0);
+        let start = self.receive_from(0)?;
         let mut words = Words::new(&start);
         for (chain, _) in &mut jobs {
             let sweeps = words.one()?;
@@ -236,7 +251,7 @@ impl Farm {
                 }
                 pack_spins(chain, &mut out);
             }
-            self.root_process().send(&out[..]);
+            self.send_to(0, &out);
         }
         Ok(())
     }
@@ -244,6 +259,10 @@ impl Farm {
 
 /// The most words of one study order (a `p` grid of 100 000 points and a few more).
 const MAX_ORDER: u64 = 1 << 20;
+
+/// The most words of one message between ranks (8 GiB): far beyond any study's sums or block of
+/// samples, and a bound on what a garbled length can allocate.
+const MAX_MESSAGE: u64 = 1 << 30;
 
 /// Chains of rank `rank`.
 fn chain_split(chains: usize, rank: usize, ranks: usize) -> Range<usize> {
@@ -331,8 +350,8 @@ struct StudyFarm<'a>(&'a Farm);
 impl StudyFarm<'_> {
     /// Adds the packed sums of ranks 1.. to `part` (rank 0's), in rank order.
     fn gather<P: Parcel>(&self, part: &mut P) -> Result<()> {
-        for r in (1..self.0.ranks).rev() {
-            let words = self.0.receive_from(r);
+        for r in 1..self.0.ranks {
+            let words = self.0.receive_from(r)?;
             let mut w = Words::new(&words);
             part.add_packed(&mut w)?;
             if !w.is_empty() {
@@ -412,7 +431,7 @@ impl BlockRunner for ChainFarm<'_> {
                 out.push(chain.sweeps());
                 pack_spins(chain, &mut out);
             }
-            self.0.world.process_at_rank(r as Rank).send(&out[..]);
+            self.0.send_to(r, &out);
         }
         Ok(())
     }
@@ -430,7 +449,7 @@ impl BlockRunner for ChainFarm<'_> {
             if range.is_empty() {
                 continue;
             }
-            let words = self.0.receive_from(r);
+            let words = self.0.receive_from(r)?;
             let mut w = Words::new(&words);
             for (chain, sink) in &mut jobs[range] {
                 let done = w.one()?;
