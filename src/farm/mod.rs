@@ -19,7 +19,7 @@
 //! states rank 0 sends at the start.
 //!
 //! This module holds the parts that need no MPI (the split and the packing of sums into `u64`
-//! words); the MPI glue ([`Farm`]) comes with the `mpi` feature.
+//! words); the MPI glue (`Farm`, in `world.rs`) comes with the `mpi` feature.
 
 use crate::percolation::{FixedSums, MicroSums, SampleRecord};
 use crate::{Error, Result};

@@ -76,6 +76,10 @@ pub(crate) fn fixed_part(
 ) -> Result<FixedSums> {
     let mut part = FixedSums::new(g, p_grid, g.model.reference_pc());
     let count = samples.end.saturating_sub(samples.start);
+    if count == 0 {
+        // A farm's rank with no share of a short batch: nothing to launch.
+        return Ok(part);
+    }
     for (i, &p) in p_grid.iter().enumerate() {
         let spec = BatchSpec {
             bonds: g.model == Model::Bond,
