@@ -32,41 +32,56 @@ trap 'rm -rf "$dir"' EXIT
 # Arithmetic without bc (not everywhere): awk.
 calc() { awk "BEGIN { print $1 }"; }
 
-# The best of REPEAT runs (the least disturbed by other work on the machine), in seconds.
+# The best of REPEAT runs (the least disturbed by other work on the machine): "wall cpu", in
+# seconds, cpu = user + sys of mpirun and every rank (or of the one process).
 time_run() {
-  local np=$1 best="" t0 t1 t
+  local np=$1 threads=$2 best="" bestcpu="" r u sy cmd
+  if [ "$np" = 0 ]; then
+    cmd=("$BIN")  # one process, no launcher: the threads baseline
+  else
+    cmd=(mpirun --oversubscribe --bind-to none -np "$np" "$BIN")
+  fi
   for _ in $(seq "$REPEAT"); do
-    t0=$(date +%s.%N)
-    mpirun --oversubscribe --bind-to none -np "$np" "$BIN" percolation run --model site \
-      --sizes "$SIZE" --samples "$SAMPLES" --seed 1 -j 1 --checkpoint-every 30 \
-      --output "$dir/np$np.h5" --force >/dev/null 2>&1
-    t1=$(date +%s.%N)
-    t=$(calc "$t1 - $t0")
-    if [ -z "$best" ] || [ "$(calc "$t < $best")" = 1 ]; then best=$t; fi
+    read -r r u sy < <({ TIMEFORMAT="%R %U %S"; time "${cmd[@]}" percolation run --model site \
+      --sizes "$SIZE" --samples "$SAMPLES" --seed 1 -j "$threads" --checkpoint-every 30 \
+      --output "$dir/np$np.h5" --force >/dev/null 2>&1; } 2>&1)
+    if [ -z "$best" ] || [ "$(calc "$r < $best")" = 1 ]; then
+      best=$r
+      bestcpu=$(calc "$u + $sy")
+    fi
   done
-  echo "$best"
+  echo "$best $bestcpu"
 }
 
 cores=$(nproc)
 echo "MPI farm: Newman–Ziff site 4-conn torus L = $SIZE, $SAMPLES samples, 1 thread per rank," \
-  "$cores cores ($(lscpu | sed -n 's/^Model name: *//p' | head -n1)), best of $REPEAT, $(date -u +%F)"
+  "$cores cores ($(lscpu | sed -n 's/^Model name: *//p' | head -n1)), best of $REPEAT," \
+  "load before $(cut -d' ' -f1-3 /proc/loadavg), $(date -u +%F)"
 echo
-echo "| ranks | wall (s) | samples/s | speed-up | efficiency |"
-echo "|---|---|---|---|---|"
+echo "| ranks | wall (s) | samples/s | speed-up | efficiency | CPU s (all ranks) | one process, -j ranks: samples/s |"
+echo "|---|---|---|---|---|---|---|"
 rate1=""
+first=$(echo "$RANKS" | awk '{print $1}')
 for np in $RANKS; do
-  t=$(time_run "$np")
+  read -r t cpu < <(time_run "$np" 1)
   rate=$(calc "$SAMPLES / $t")
   [ -n "$rate1" ] || rate1=$rate
   speedup=$(calc "$rate / $rate1")
   eff=$(calc "100 * $rate / ($np * $rate1)")
   note=""
   [ "$np" -gt "$cores" ] && note=" (oversubscribed: ≤ $((100 * cores / np)) %)"
-  printf '| %d | %.2f | %.1f | %.2f× | %.1f %%%s |\n' "$np" "$t" "$rate" "$speedup" "$eff" "$note"
-  if [ "$np" != "$(echo "$RANKS" | awk '{print $1}')" ]; then
-    first=$(echo "$RANKS" | awk '{print $1}')
+  # The same cores as threads of one process, for comparison (no MPI).
+  read -r tt _ < <(time_run 0 "$np")
+  printf '| %d | %.2f | %.1f | %.2f× | %.1f %%%s | %.2f | %.1f |\n' "$np" "$t" "$rate" "$speedup" \
+    "$eff" "$note" "$cpu" "$(calc "$SAMPLES / $tt")"
+  if [ "$np" != "$first" ]; then
     cmp <("$BIN" percolation report --json "$dir/np$first.h5") \
       <("$BIN" percolation report --json "$dir/np$np.h5") >/dev/null ||
       { echo "error: the $np-rank study differs from the $first-rank one" >&2; exit 1; }
   fi
 done
+cmp <("$BIN" percolation report --json "$dir/np$first.h5") \
+  <("$BIN" percolation report --json "$dir/np0.h5") >/dev/null ||
+  { echo "error: the farm's study differs from the one-process study" >&2; exit 1; }
+echo
+echo "load after $(cut -d' ' -f1-3 /proc/loadavg)"
