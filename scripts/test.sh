@@ -17,6 +17,12 @@ cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --locked
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --locked
 
+# MPI sample farms (feature `mpi`): Open MPI and libclang, the feature's lints, and the farm
+# tests (mpirun -np 1, 2, 4, oversubscribed; every output equal to one process's, bit for bit).
+source scripts/setup-mpi.sh
+cargo clippy --locked --features mpi --all-targets -- -D warnings
+cargo test --locked --features mpi --test mpi_farm
+
 # The Python package: its virtual environment, the extension built into it, its tests.
 bash scripts/python-setup.sh
 .venv-py/bin/python -m pytest -q python/tests

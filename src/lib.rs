@@ -50,6 +50,9 @@
 //! - `plot` (default): [`plot`], PNG charts of the cluster-size distribution `n_s` and coloured
 //!   label images (plotters, with an embedded font: no system fonts or fontconfig needed), and
 //!   the `clusterlab plot` command.
+//! - `mpi` (off): [`farm`]'s MPI side, with which `clusterlab percolation run` and
+//!   `clusterlab mc run` started by `mpirun`/`srun` split their samples or temperatures over the
+//!   ranks (rsmpi; needs an MPI library and libclang at build time).
 
 #![warn(missing_docs)]
 
@@ -57,7 +60,7 @@
 // core (lattice, options, labels, error, bits, rule, region) ← measure (the cluster table and
 // the host logic both backends share) ← backends (cpu, cuda) ← device (the one CPU/GPU seam)
 // ← front ends (labeler, analysis, regions) ← I/O, generate ← physics (mc, percolation)
-// ← plot ← the binary.
+// ← farm (MPI) ← plot ← the binary.
 mod core;
 mod cpu;
 #[cfg(feature = "cuda")]
@@ -78,6 +81,8 @@ pub mod generate;
 pub mod io;
 pub mod mc;
 pub mod percolation;
+// MPI sample farms (rank split and sums sent between ranks; the MPI part with feature `mpi`).
+pub mod farm;
 
 // Guides (prose and doctests only), e.g. `docs::coming_from` for users of scipy, cc3d,
 // scikit-image and OpenCV.

@@ -17,6 +17,7 @@ const LAYERS: &[&[&str]] = &[
     &["labeler", "analysis", "regions"],
     &["io", "generate"],
     &["mc", "percolation"],
+    &["farm"],
     &["plot"],
 ];
 

@@ -87,6 +87,10 @@ pub enum Error {
     /// A chart or image could not be drawn or encoded (with the plotting library's message).
     #[error("plot: {0}")]
     Plot(String),
+    /// A message between the ranks of an MPI sample farm was not what the protocol expects
+    /// (ranks running different commands or builds).
+    #[error("MPI farm: {0}")]
+    Farm(String),
 }
 
 /// The second half of [`Error::TooManySites`]' message: the alternative, where there is one.

@@ -53,7 +53,7 @@ mod metropolis;
 mod model;
 mod rng;
 #[cfg(feature = "hdf5")]
-mod run_file;
+pub(crate) mod run_file;
 mod stats;
 mod sw;
 mod sw_gpu;

@@ -104,13 +104,22 @@ impl RunConfig {
     }
 
     fn chains(&self, parallelism: Parallelism) -> Result<Vec<Chain>> {
+        self.chain_range(0..self.temperatures.len(), parallelism)
+    }
+
+    /// Chains `range` of the run (stream = index), freshly made.
+    pub(crate) fn chain_range(
+        &self,
+        range: std::ops::Range<usize>,
+        parallelism: Parallelism,
+    ) -> Result<Vec<Chain>> {
         let opts = Options::default()
             .parallelism(parallelism)
             .backend(self.backend);
-        self.temperatures
+        self.temperatures[range.clone()]
             .iter()
-            .enumerate()
-            .map(|(i, &t)| {
+            .zip(range)
+            .map(|(&t, i)| {
                 Chain::new(
                     self.model.with_temperature(t)?,
                     self.update,
@@ -241,13 +250,93 @@ pub fn run_to_file(
     force: bool,
     progress: Progress<'_>,
 ) -> Result<()> {
-    cfg.check()?;
-    let parallelism = if cfg.temperatures.len() > 1 {
+    run_to_file_with(cfg, output, resume, force, progress, &mut Local)
+}
+
+/// Runs the blocks of a run's chains: [`Local`] here, `farm`'s runner over the ranks of an MPI
+/// job (each rank the chains of [`BlockRunner::mine`], the others' states and samples sent to
+/// this process, which writes the file).
+pub(crate) trait BlockRunner {
+    /// The chains this process runs, of `chains`.
+    fn mine(&self, chains: usize) -> std::ops::Range<usize>;
+    /// Called once before the first block with every chain in its starting state.
+    ///
+    /// # Errors
+    /// Whatever sending the states fails with.
+    fn start(&mut self, jobs: &[(Chain, MemorySink)]) -> Result<()>;
+    /// Advances every chain `sweeps` sweeps, recording every `every`-th into its sink, and
+    /// leaves each chain's state and samples in `jobs`.
+    ///
+    /// # Errors
+    /// Those of the chains' updates.
+    fn run_block(
+        &mut self,
+        jobs: &mut [(Chain, MemorySink)],
+        sweeps: u64,
+        every: u64,
+    ) -> Result<()>;
+}
+
+/// Every chain in this process.
+struct Local;
+
+impl BlockRunner for Local {
+    fn mine(&self, chains: usize) -> std::ops::Range<usize> {
+        0..chains
+    }
+    fn start(&mut self, _: &[(Chain, MemorySink)]) -> Result<()> {
+        Ok(())
+    }
+    fn run_block(
+        &mut self,
+        jobs: &mut [(Chain, MemorySink)],
+        sweeps: u64,
+        every: u64,
+    ) -> Result<()> {
+        run_chains(jobs, sweeps, every)
+    }
+}
+
+/// The block after `done` sweeps of `total`: its sweeps and the recording interval
+/// (`u64::MAX` while thermalising), or `None` when the run is complete. Blocks end at the end
+/// of thermalisation and every `checkpoint_every` sweeps, so that every process of a farm
+/// knows the schedule.
+pub(crate) fn next_block(cfg: &RunConfig, done: u64) -> Option<(u64, u64)> {
+    let total = cfg.thermalize + cfg.sweeps;
+    if done >= total {
+        return None;
+    }
+    Some(if done < cfg.thermalize {
+        (
+            cfg.thermalize.min(done + cfg.checkpoint_every) - done,
+            u64::MAX,
+        )
+    } else {
+        (total.min(done + cfg.checkpoint_every) - done, cfg.every)
+    })
+}
+
+/// The parallelism of a process's chains: one thread each when it runs several, all cores
+/// for one alone (the results do not depend on it).
+pub(crate) fn parallelism_for(chains: usize) -> Parallelism {
+    if chains > 1 {
         Parallelism::Sequential
     } else {
         Parallelism::Rayon
-    };
-    let mut chains = cfg.chains(parallelism)?;
+    }
+}
+
+/// [`run_to_file`] with the blocks run by `runner`.
+pub(crate) fn run_to_file_with(
+    cfg: &RunConfig,
+    output: &Path,
+    resume: bool,
+    force: bool,
+    progress: Progress<'_>,
+    runner: &mut dyn BlockRunner,
+) -> Result<()> {
+    cfg.check()?;
+    let mut chains = cfg.chains(parallelism_for(runner.mine(cfg.temperatures.len()).len()))?;
     let ckpt = checkpoint_path(output);
     let mut rows = vec![0usize; chains.len()];
     let file = if resume {
@@ -322,23 +411,15 @@ pub fn run_to_file(
         .into_iter()
         .map(|c| (c, MemorySink::default()))
         .collect();
+    runner.start(&jobs)?;
     loop {
         let done = jobs[0].0.sweeps();
         progress(done, total);
-        if done >= total {
+        // Thermalisation records nothing (the sinks are emptied below).
+        let Some((sweeps, every)) = next_block(cfg, done) else {
             break;
-        }
-        let end = if done < cfg.thermalize {
-            cfg.thermalize.min(done + cfg.checkpoint_every)
-        } else {
-            total.min(done + cfg.checkpoint_every)
         };
-        if done < cfg.thermalize {
-            // Thermalisation: nothing recorded (the sink is emptied below).
-            run_chains(&mut jobs, end - done, u64::MAX)?;
-        } else {
-            run_chains(&mut jobs, end - done, cfg.every)?;
-        }
+        runner.run_block(&mut jobs, sweeps, every)?;
         for (i, (_, sink)) in jobs.iter_mut().enumerate() {
             if done >= cfg.thermalize {
                 rows[i] = h5(output, append(&file, i, rows[i], &sink.samples))?;

@@ -42,6 +42,7 @@ mod model;
 mod newman_ziff;
 #[cfg(test)]
 mod oracle;
+pub(crate) mod runner;
 mod study;
 #[cfg(feature = "hdf5")]
 mod study_file;

@@ -1,12 +1,12 @@
 //! A percolation study: a model, a boundary, several lattice sizes and a number of samples per
 //! size, run in batches with a checkpoint after each, and the estimates derived from its sums.
 
-use super::batch::{BatchSampler, BatchSpec};
+use super::batch::BatchSampler;
 use super::canonical::{AtP, Curves, Estimate, Wrapping};
 use super::estimate::{crossing, extrapolate, Crossing, LineFit};
 use super::fixed::FixedSums;
 use super::model::{Geometry, Model};
-use super::newman_ziff::run_samples;
+use super::runner::{BatchRunner, Local};
 use super::sums::MicroSums;
 use super::tau::{fit_tau, TauFit};
 use crate::core::alloc::available_memory;
@@ -246,10 +246,22 @@ impl Study {
         &mut self,
         options: &Options,
         checkpoint_every: Duration,
+        checkpoint: impl FnMut(&Study, Progress) -> Result<()>,
+    ) -> Result<()> {
+        self.run_with(options, checkpoint_every, &mut Local, checkpoint)
+    }
+
+    /// [`Study::run`] with the batches computed by `runner` (here, or split over a farm's ranks:
+    /// the same sums either way, as integers added in sample order).
+    pub(crate) fn run_with(
+        &mut self,
+        options: &Options,
+        checkpoint_every: Duration,
+        runner: &mut dyn BatchRunner,
         mut checkpoint: impl FnMut(&Study, Progress) -> Result<()>,
     ) -> Result<()> {
         if self.config.method == Method::FixedP {
-            return self.run_fixed(options, checkpoint_every, &mut checkpoint);
+            return self.run_fixed(options, checkpoint_every, runner, &mut checkpoint);
         }
         if matches!(options.backend, Backend::Cuda { .. }) {
             return Err(Error::InvalidArgument(
@@ -274,8 +286,10 @@ impl Study {
         }
         let total = self.config.samples * self.sums.len() as u64;
         let seed = self.config.seed;
+        // A round: one sample per thread of every rank (ranks are assumed alike).
+        let round = threads as u64 * runner.ranks();
         for k in 0..self.sums.len() {
-            let mut batch = threads as u64;
+            let mut batch = round;
             loop {
                 let next = self.sums[k].next_index(seed);
                 if next >= self.config.samples {
@@ -285,13 +299,13 @@ impl Study {
                 let started = Instant::now();
                 let g = self.sums[k].geometry;
                 let ns_at = self.sums[k].ns_at.clone();
-                let part = run_samples(g, &ns_at, seed, next..end, &pool)?;
+                let part = runner.newman_ziff(g, &ns_at, seed, next..end, &pool)?;
                 self.sums[k].add(&part);
                 // Aim the next batch at the checkpoint interval, in whole rounds of threads.
                 let took = started.elapsed().as_secs_f64().max(1e-6);
                 let rate = (end - next) as f64 / took;
                 let want = (rate * checkpoint_every.as_secs_f64()) as u64;
-                batch = (want / threads as u64).max(1) * threads as u64;
+                batch = (want / round).max(1) * round;
                 let done = total - self.remaining();
                 checkpoint(
                     self,
@@ -312,15 +326,17 @@ impl Study {
         &mut self,
         options: &Options,
         checkpoint_every: Duration,
+        runner: &mut dyn BatchRunner,
         checkpoint: &mut impl FnMut(&Study, Progress) -> Result<()>,
     ) -> Result<()> {
         let mut sampler = BatchSampler::new(options)?;
         self.backend = sampler.backend_name();
         let total = self.config.samples * self.fixed.len() as u64;
         let c = self.config.clone();
+        let ranks = runner.ranks();
         for k in 0..self.fixed.len() {
             let g = self.fixed[k].geometry;
-            let mut batch = if sampler.is_gpu() { 4096 } else { 256 };
+            let mut batch = if sampler.is_gpu() { 4096 } else { 256 } * ranks;
             loop {
                 let next = self.fixed[k].samples;
                 if next >= c.samples {
@@ -328,26 +344,12 @@ impl Study {
                 }
                 let end = (next + batch).min(c.samples);
                 let started = Instant::now();
-                for (i, &p) in c.p_grid.iter().enumerate() {
-                    let spec = BatchSpec {
-                        bonds: c.model == Model::Bond,
-                        connectivity: c.model.connectivity(),
-                        boundary: c.boundary,
-                        width: g.width,
-                        height: g.height,
-                        p,
-                        seed: c.seed,
-                        first: next,
-                        count: end - next,
-                        histogram: i == self.fixed[k].ns_at,
-                    };
-                    let stats = sampler.sample(&spec)?;
-                    self.fixed[k].add(i, &stats);
-                }
-                self.fixed[k].samples = end;
+                let part = runner.fixed_p(g, &c.p_grid, c.seed, next..end, &mut sampler)?;
+                // Adds the counts and sums and raises `samples` to `end`.
+                self.fixed[k].merge(&part)?;
                 let took = started.elapsed().as_secs_f64().max(1e-6);
                 let want = ((end - next) as f64 / took * checkpoint_every.as_secs_f64()) as u64;
-                batch = want.clamp(64, 1 << 22);
+                batch = want.clamp(64 * ranks, (1 << 22) * ranks);
                 let done = total - self.remaining();
                 checkpoint(
                     self,

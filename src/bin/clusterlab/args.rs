@@ -239,3 +239,49 @@ impl OutputArgs {
         }
     }
 }
+
+/// The MPI job this process is a rank of (`percolation run` and `mc run` under `mpirun` or
+/// `srun`, feature `mpi`).
+#[cfg(feature = "mpi")]
+pub use clusterlab::farm::Farm;
+
+/// Without the `mpi` feature there is never a farm: an uninhabited stand-in, so that the
+/// subcommands' code needs no `cfg` of its own.
+#[cfg(not(feature = "mpi"))]
+#[derive(Debug)]
+pub enum Farm {}
+
+#[cfg(not(feature = "mpi"))]
+impl Farm {
+    pub fn ranks(&self) -> usize {
+        match *self {}
+    }
+    pub fn default_threads(&self) -> Option<usize> {
+        match *self {}
+    }
+    pub fn abort(&self, _code: i32) -> ! {
+        match *self {}
+    }
+}
+
+/// Joins the MPI job when launched by `mpirun`/`srun` with the `mpi` feature; `None` otherwise.
+pub fn join_farm() -> Result<Option<Farm>> {
+    #[cfg(feature = "mpi")]
+    return Ok(Farm::from_env()?);
+    #[cfg(not(feature = "mpi"))]
+    Ok(None)
+}
+
+/// Runs `body` with the farm, if any; an error on any rank of a farm of several aborts the whole
+/// job (after printing it), since the other ranks would wait for it forever.
+pub fn with_farm(body: impl FnOnce(Option<&Farm>) -> Result<()>) -> Result<()> {
+    let farm = join_farm()?;
+    let result = body(farm.as_ref());
+    if let (Err(e), Some(farm)) = (&result, &farm) {
+        if farm.ranks() > 1 {
+            eprintln!("error: {e:#} (ending every rank of the MPI job)");
+            farm.abort(1);
+        }
+    }
+    result
+}

@@ -1,6 +1,7 @@
 //! `clusterlab mc run|report`: Ising and Potts Monte Carlo into an HDF5 run file, and its
 //! summary (means, error bars from τ_int, specific heat, susceptibility, Binder cumulant).
 
+use crate::args::{with_farm, Farm};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand, ValueEnum};
 use clusterlab::mc::{read_run, run_to_file, summarize, Estimate, Model, RunConfig, Update};
@@ -181,6 +182,12 @@ fn plot(a: PlotArgs) -> Result<()> {
 }
 
 fn run_chains(a: RunArgs) -> Result<()> {
+    with_farm(|farm| run_chains_on(a, farm))
+}
+
+/// A run in this process, or under `mpirun`/`srun` (feature `mpi`) with its temperatures split
+/// over the ranks of a farm: rank 0 writes the run file and checkpoint and shows progress.
+fn run_chains_on(a: RunArgs, farm: Option<&Farm>) -> Result<()> {
     let (w, h) = (a.size as usize, a.height.unwrap_or(a.size) as usize);
     if (w as u128) * (h as u128) > MAX_SITES as u128 {
         bail!("{w}×{h} is more than {MAX_SITES} sites");
@@ -216,6 +223,10 @@ fn run_chains(a: RunArgs) -> Result<()> {
         command: std::env::args().collect::<Vec<_>>().join(" "),
     };
     cfg.check()?;
+    #[cfg(feature = "mpi")]
+    if let Some(farm) = farm.filter(|f| !f.is_root()) {
+        return Ok(farm.serve_chains(&cfg)?);
+    }
     let bar = if a.quiet {
         ProgressBar::hidden()
     } else {
@@ -230,7 +241,7 @@ fn run_chains(a: RunArgs) -> Result<()> {
     let updates = (w * h * cfg.temperatures.len()) as f64;
     let start = Instant::now();
     let mut first: Option<u64> = None;
-    run_to_file(&cfg, &a.output, a.resume, a.force, &mut |done, total| {
+    let mut progress = |done: u64, total: u64| {
         let from = *first.get_or_insert(done);
         bar.set_length(total);
         bar.set_position(done);
@@ -242,7 +253,12 @@ fn run_chains(a: RunArgs) -> Result<()> {
                 1e9 / (rate * updates)
             ));
         }
-    })?;
+    };
+    match farm {
+        #[cfg(feature = "mpi")]
+        Some(farm) => farm.run_chains(&cfg, &a.output, a.resume, a.force, &mut progress)?,
+        _ => run_to_file(&cfg, &a.output, a.resume, a.force, &mut progress)?,
+    }
     bar.finish_and_clear();
     eprintln!(
         "wrote {} ({} chain(s), {} sweeps each) in {:.1} s",

@@ -1,11 +1,11 @@
 //! `clusterlab percolation run|report|merge|plot`: percolation-threshold studies.
 
-use crate::args::{library, parse_threads};
+use crate::args::{library, parse_threads, with_farm, Farm};
 use anyhow::{bail, Context, Result};
 use clap::{Args, Subcommand};
 use clusterlab::percolation::{
-    merge_files, read_study, write_study, Method, Model, Study, StudyConfig, StudyResults,
-    Wrapping, MAX_SAMPLES,
+    merge_files, read_study, write_study, Method, Model, Progress, Study, StudyConfig,
+    StudyResults, Wrapping, MAX_SAMPLES,
 };
 use clusterlab::{Backend, Boundary, Connectivity, Options, Parallelism};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -199,10 +199,28 @@ pub fn run(args: PercolationArgs) -> Result<()> {
 }
 
 fn run_study(args: RunArgs) -> Result<()> {
+    with_farm(|farm| run_study_on(args, farm))
+}
+
+/// A study in this process, or under `mpirun`/`srun` (feature `mpi`) on every rank of a farm:
+/// rank 0 reads and writes the study file and prints, the others compute their shares of its
+/// batches (`clusterlab::farm`).
+fn run_study_on(args: RunArgs, farm: Option<&Farm>) -> Result<()> {
     if args.method == Method::NewmanZiff && matches!(args.backend, Backend::Cuda { .. }) {
         bail!("Newman–Ziff sweeps run on the CPU: use --backend cpu or auto, or --method fixed-p");
     }
     let model = Model::from_parts(&args.model, args.connectivity)?;
+    let parallelism = args
+        .threads
+        .or_else(|| farm.and_then(Farm::default_threads))
+        .map_or(Parallelism::Rayon, Parallelism::Threads);
+    let options = Options::default()
+        .parallelism(parallelism)
+        .backend(args.backend);
+    #[cfg(feature = "mpi")]
+    if let Some(farm) = farm.filter(|f| !f.is_root()) {
+        return Ok(farm.serve_study(&options)?);
+    }
     let command = std::env::args().collect::<Vec<_>>().join(" ");
     let mut study = if args.resume {
         let study = read_study(&args.output)
@@ -268,12 +286,6 @@ fn run_study(args: RunArgs) -> Result<()> {
         })?
     };
     study.config.check()?;
-    let parallelism = args
-        .threads
-        .map_or(Parallelism::Rayon, Parallelism::Threads);
-    let options = Options::default()
-        .parallelism(parallelism)
-        .backend(args.backend);
     let total = study.config.samples * study.config.sizes.len() as u64;
     let bar = ProgressBar::new(total);
     bar.set_style(
@@ -286,16 +298,18 @@ fn run_study(args: RunArgs) -> Result<()> {
     bar.reset_eta();
     let started = Instant::now();
     let output = args.output.clone();
-    study.run(
-        &options,
-        Duration::from_secs(args.checkpoint_every),
-        |s, progress| {
-            let (w, h) = s.config.sizes[progress.size];
-            bar.set_message(format!("L = {w}x{h}"));
-            bar.set_position(progress.done);
-            write_study(&output, s, None)
-        },
-    )?;
+    let every = Duration::from_secs(args.checkpoint_every);
+    let checkpoint = |s: &Study, progress: Progress| {
+        let (w, h) = s.config.sizes[progress.size];
+        bar.set_message(format!("L = {w}x{h}"));
+        bar.set_position(progress.done);
+        write_study(&output, s, None)
+    };
+    match farm {
+        #[cfg(feature = "mpi")]
+        Some(farm) => farm.run_study(&mut study, &options, every, checkpoint)?,
+        _ => study.run(&options, every, checkpoint)?,
+    }
     bar.finish_and_clear();
     let results = study.results()?;
     write_study(&args.output, &study, Some(&results))?;
@@ -303,8 +317,9 @@ fn run_study(args: RunArgs) -> Result<()> {
         Method::NewmanZiff => 1,
         Method::FixedP => study.config.p_grid.len() as u64,
     };
+    let ranks = farm.map_or(String::new(), |f| format!(" × {} MPI ranks", f.ranks()));
     eprintln!(
-        "{} samples ({} lattices) on {} in {:.1} s; study written to {}",
+        "{} samples ({} lattices) on {}{ranks} in {:.1} s; study written to {}",
         results.samples,
         results.samples * points,
         study.backend,
