@@ -195,20 +195,7 @@ impl CudaLabeler {
         O: DevicePtrMut<u64>,
     {
         let job = self.job64::<T>(height, width)?;
-        self.backend.engine.check(&job)?;
-        let n = job.sites();
-        if input.len() != n || output.len() != n {
-            return Err(Error::InvalidArgument(format!(
-                "a {height}×{width} lattice needs {n} sites and {n} labels, got buffers of {} \
-                 and {}",
-                input.len(),
-                output.len()
-            )));
-        }
-        let stream = self.backend.engine.gpu.stream.clone();
-        let (in_ptr, _read) = input.device_ptr(&stream);
-        let (out_ptr, _write) = output.device_ptr_mut(&stream);
-        self.backend.engine.run(&job, in_ptr, out_ptr)
+        self.run_device(job, input, output)
     }
 
     /// Labels a host lattice of any size on the GPU into 64-bit labels `out`, numbered as
@@ -257,7 +244,18 @@ impl CudaLabeler {
         O: DevicePtrMut<u32>,
     {
         let job = self.job::<T>(height, width)?;
+        self.run_device(job, input, output)
+    }
+
+    /// Checks `job` against the device and both buffers' lengths, then queues it: the common
+    /// tail of [`CudaLabeler::label_device`] and [`CudaLabeler::label_device64`].
+    fn run_device<T, L, I, O>(&mut self, job: Job, input: &I, output: &mut O) -> Result<()>
+    where
+        I: DevicePtr<T>,
+        O: DevicePtrMut<L>,
+    {
         self.backend.engine.check(&job)?;
+        let (height, width) = (job.height, job.width);
         let n = job.sites();
         if input.len() != n || output.len() != n {
             return Err(Error::InvalidArgument(format!(
