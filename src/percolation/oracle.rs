@@ -8,6 +8,8 @@
 
 use super::model::{Geometry, Model};
 use super::sums::{MicroSums, SampleRecord, NEVER};
+// The same observables as the forest reports, so that tests compare them directly.
+use super::winding::Observables;
 use rand_philox::Philox;
 
 /// No parent: an empty site.
@@ -35,23 +37,6 @@ fn along_y(f: u8) -> bool {
 #[inline]
 fn percolates(f: u8) -> bool {
     along_x(f) || along_y(f)
-}
-
-/// The per-lattice observables after the latest added unit.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
-pub(crate) struct Observables {
-    /// Size of the largest cluster.
-    pub largest: u64,
-    /// Sites in clusters that wrap (or span) along either axis.
-    pub percolating_sites: u64,
-    /// `Σ′ s²` over the clusters that do not percolate.
-    pub finite_s2: u64,
-    /// Some cluster percolates along `x` (`R^(h)`).
-    pub any_x: bool,
-    /// Some cluster percolates along `y` (`R^(v)`).
-    pub any_y: bool,
-    /// One cluster percolates along both axes (`R^(b)`).
-    pub any_both: bool,
 }
 
 /// One site of the forest, packed so that a step of `find` touches one cache line.
