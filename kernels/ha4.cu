@@ -5,8 +5,9 @@
 // segments). Only run starts are union-find nodes: the forest is the label array L itself
 // (1x1 blocks, see common.cuh), a start s holding its parent + 1, a root s + 1. Other slots are
 // unused until the relabel writes them, except one: the last site of every 64-site chunk, when it
-// is occupied and not a start, holds its run start + 1, so that the chunk-parallel kernels find
-// the run that enters a chunk from the left without walking the row.
+// is occupied and not a start, holds its run start + 1: a node too (a slot pointing at an ancestor),
+// so that the chunk-parallel kernels enter the run that comes into a chunk from the left there,
+// without walking the row or reading the marker first.
 //
 // A warp handles a chunk of 64 sites of one row: lane l holds bits l and l + 32 (coalesced
 // loads and stores), and two ballots give 64-bit masks.
@@ -18,8 +19,9 @@
 //   ha4_border  one warp per chunk of the row pairs across strip borders (and, for a periodic y
 //               axis, the pair (h - 1, 0)).
 //   ha4_wrap    the periodic x edge of each row (and its diagonals), literally.
-//   ha4_relabel one warp per chunk: each run start finds its root and shuffles it to its run's
-//               lanes; every site is written once (root + 1, 0 where empty); roots are counted.
+//   ha4_relabel one warp per chunk: the chunk's nodes are listed by rank and each lane walks one
+//               to its root; every site is written once (its run's root + 1, 0 where empty);
+//               roots are counted.
 // Canonical numbering then runs canonical.cu's kernels on the relabeled L.
 //
 // Joins between a run A of row y and a run B of row y - 1 (same x range):
@@ -84,7 +86,7 @@ struct Chunk {
     u32 lv[2];  // values of bits lane - 1 and lane + 31 (bit -1: the site before the chunk)
     u64 starts; // run starts
     u32 base;   // site index of bit 0
-    u32 carry;  // run start of bit -1 (when it is occupied)
+    u32 carry;  // node of the run of bit -1 (when it is occupied): its start, or the marked site -1
 };
 
 // The run start of occupied bit b: the last start at or before b, else the run entering from
@@ -129,29 +131,79 @@ __device__ __forceinline__ void ha_merge(u32* L, const Chunk& a, const Chunk& u)
     }
 }
 
-// Loads the chunk of row y starting at column x0 (a whole warp), with the run entering it from
-// the left (read from the marker on the previous chunk's last site).
-__device__ __forceinline__ Chunk ha_load(const site_t* __restrict__ in, const u32* L, const Geo& g,
-                                         u32 y, u32 x0) {
+// The 4-connected strip pass's two unions per lane (bits lane and lane + 32), walked in lockstep:
+// every round loads the current node of each side of each pending union (all four loads in flight
+// together), moves non-roots up one step, and links pairs of roots with atomicMin (a lost race
+// continues from the value it returned). Walking them one after the other, as ha_merge does, puts
+// two chains of dependent loads end to end: the strip pass was 20-30 % slower (H200). The
+// 8-connected pass keeps ha_merge: six unions in lockstep need registers that cost occupancy.
+__device__ __forceinline__ void ha_merge_lockstep(u32* L, const Chunk& a, const Chunk& u) {
+    const u32 lane = threadIdx.x & 31;
+    u32 ta[2], tb[2];
+    bool tw[2];
+#pragma unroll
+    for (u32 k = 0; k < 2; k++) {
+        const u32 b = lane + 32 * k;
+        const bool sa = (a.starts >> b) & 1, su = (u.starts >> b) & 1;
+        tw[k] = ha_joined(a.v[k], u.v[k]) && (sa || su);
+        ta[k] = ha_run(a, b);
+        tb[k] = ha_run(u, b);
+    }
+    while (tw[0] || tw[1]) {
+        u32 va[2], vb[2];
+#pragma unroll
+        for (int t = 0; t < 2; t++) {
+            va[t] = tw[t] ? L[ta[t]] : 0u;
+            vb[t] = tw[t] ? L[tb[t]] : 0u;
+        }
+#pragma unroll
+        for (int t = 0; t < 2; t++) {
+            if (!tw[t]) continue;
+            const bool ra = va[t] == ta[t] + 1, rb = vb[t] == tb[t] + 1;
+            if (!ra) ta[t] = va[t] - 1;
+            if (!rb) tb[t] = vb[t] - 1;
+            if (ra && rb) {
+                if (ta[t] == tb[t]) {
+                    tw[t] = false;
+                } else {
+                    const u32 hi = max(ta[t], tb[t]), lo = min(ta[t], tb[t]);
+                    const u32 old = atomicMin(L + hi, lo + 1);
+                    if (old == hi + 1) {
+                        tw[t] = false;
+                    } else {
+                        ta[t] = lo;
+                        tb[t] = old - 1;
+                    }
+                }
+            }
+        }
+    }
+}
+
+// Loads the chunk of row y starting at column x0 (a whole warp).
+__device__ __forceinline__ Chunk ha_load(const site_t* __restrict__ in, const Geo& g, u32 y,
+                                         u32 x0) {
     const u32 lane = threadIdx.x & 31;
     Chunk a;
     a.base = y * g.w + x0;
     a.v[0] = x0 + lane < g.w ? (u32)in[a.base + lane] : 0u;
     a.v[1] = x0 + lane + 32 < g.w ? (u32)in[a.base + lane + 32] : 0u;
-    u32 pv = 0, carry = 0;
-    if (x0 > 0 && lane == 0) {
-        const u32 q = a.base - 1; // column x0 - 1 >= 63: q - 1 is in the same row
-        pv = in[q];
-        if (pv) carry = ha_joined(pv, in[q - 1]) ? L[q] - 1 : q;
-    }
+    // The run entering from the left is entered at the previous chunk's last site: a start, or a
+    // marker holding its start + 1 (or, once relabeled, its root + 1), so a valid node either way;
+    // reading the marker first only put a dependent load in front of every chunk.
+    u32 pv = 0;
+    if (x0 > 0 && lane == 0) pv = in[a.base - 1];
     pv = __shfl_sync(HA_FULL, pv, 0);
-    a.carry = __shfl_sync(HA_FULL, carry, 0);
+    a.carry = a.base - 1;
     ha_masks(a, pv);
     return a;
 }
 
 // Grid: ceil(h / HA_ROWS) CTAs of (32, HA_ROWS); warp ty walks row blockIdx.x * HA_ROWS + ty.
-extern "C" __global__ void __launch_bounds__(32 * HA_ROWS)
+// Every warp slot of a multiprocessor is filled (64 / HA_ROWS CTAs, at most 32 registers): the
+// pass is bound by the latency of its unions, and at 38 registers, 3/4 of the slots, the
+// 8-connected pass took 35 % longer (H200).
+extern "C" __global__ void __launch_bounds__(32 * HA_ROWS, 64 / HA_ROWS)
 ha4_strip(const site_t* __restrict__ in, u32* L, Geo g) {
     // The rows' chunks, double-buffered so that one barrier per chunk suffices.
     __shared__ u32 s_v[2][HA_ROWS][64];
@@ -210,7 +262,11 @@ ha4_strip(const site_t* __restrict__ in, u32* L, Geo g) {
             u.starts = s_starts[buf][ty - 1];
             u.carry = s_carry[buf][ty - 1];
             u.base = a.base - g.w;
+#if CONN8
             ha_merge(L, a, u);
+#else
+            ha_merge_lockstep(L, a, u);
+#endif
         }
         const u32 v63 = __shfl_sync(HA_FULL, a.v[1], 31);
         carry = v63 ? ha_run(a, 63) : 0u;
@@ -230,25 +286,18 @@ ha4_border(const site_t* __restrict__ in, u32* L, Geo g, u32 pairs, u32 wrap_y) 
     for (u32 j = blockIdx.y; j < pairs + wrap_y; j += gridDim.y) {
         const u32 yl = j < pairs ? (j + 1) * HA_ROWS : 0u;
         const u32 yu = j < pairs ? yl - 1 : g.h - 1;
-        const Chunk a = ha_load(in, L, g, yl, c * 64);
-        const Chunk u = ha_load(in, L, g, yu, c * 64);
+        const Chunk a = ha_load(in, g, yl, c * 64);
+        const Chunk u = ha_load(in, g, yu, c * 64);
         ha_merge(L, a, u);
     }
 }
 
-// The node of site (y, x), x being 0 or w - 1 and the site occupied: a start, or the row's last
-// site, which holds the marker of its run start.
-__device__ __forceinline__ u32 ha_node(const site_t* __restrict__ in, const u32* L, const Geo& g,
-                                       u32 y, u32 x) {
-    const u32 q = y * g.w + x;
-    if (x == 0 || !ha_joined(in[q], in[q - 1])) return q;
-    return L[q] - 1;
-}
-
+// Sites (y1, x1) and (y2, x2), each in column 0 or w - 1: a row's first occupied site is a start
+// and its last one a start or a marker, so both are nodes.
 __device__ __forceinline__ void ha_wrap_pair(const site_t* __restrict__ in, u32* L, const Geo& g,
                                              u32 y1, u32 x1, u32 y2, u32 x2) {
-    if (ha_joined(in[y1 * g.w + x1], in[y2 * g.w + x2]))
-        ha_unite(L, ha_node(in, L, g, y1, x1), ha_node(in, L, g, y2, x2));
+    const u32 p = y1 * g.w + x1, q = y2 * g.w + x2;
+    if (ha_joined(in[p], in[q])) ha_unite(L, p, q);
 }
 
 // The periodic x edge: one thread per row (grid ceil(h / 256), CTA 256). The y edge is
@@ -270,62 +319,54 @@ ha4_wrap(const site_t* __restrict__ in, u32* L, Geo g, u32 wrap_y) {
 #endif
 }
 
-// The roots of up to three nodes (those whose `want` flag is set; the others come back as given),
-// read-only, walked in lockstep so that the three chains' loads are in flight together (the
-// relabel is bound by the latency of these dependent loads, not by bandwidth). Slots only ever
-// hold valid ancestors + 1 here; no FLAG test, so that raw labels work beyond 2^31 sites.
-__device__ __forceinline__ void ha_roots3(const u32* L, u32& a, bool wa, u32& b, bool wb, u32& c,
-                                          bool wc) {
-    while (wa || wb || wc) {
-        const u32 va = wa ? L[a] : 0u, vb = wb ? L[b] : 0u, vc = wc ? L[c] : 0u;
-        if (wa) {
-            if (va == a + 1) wa = false;
-            else a = va - 1;
-        }
-        if (wb) {
-            if (vb == b + 1) wb = false;
-            else b = vb - 1;
-        }
-        if (wc) {
-            if (vc == c + 1) wc = false;
-            else c = vc - 1;
-        }
-    }
-}
-
 // Grid (ceil(chunks per row / 8), R), R <= min(h, 65535), CTA (32, 8): warp ty handles chunk
-// blockIdx.x * 8 + ty of rows blockIdx.y, blockIdx.y + gridDim.y, ... (the host picks R so that
-// there are a few CTAs per chunk column and multiprocessor; each CTA adds its roots to *count
-// once). Writes root + 1 at
-// every occupied site, 0 elsewhere, and counts roots into *count. A start's slot becomes its
-// root + 1 and a marker becomes its run's root + 1: both still valid pointers for concurrent
-// finds and for the next chunk's ha_load.
+// blockIdx.x * 8 + ty of rows blockIdx.y, blockIdx.y + gridDim.y, ... Writes root + 1 at every
+// occupied site, 0 elsewhere, and counts roots into *count (once per CTA).
+//
+// The chunk's nodes (the run entering from the left, when bit 0 continues it, then the starts in
+// bit order) are ranked and listed in shared memory, and lane j walks node j to its root: one
+// chain per lane, so a warp's walk costs its longest chain, not the sum of a lane's chains. Each
+// site then takes the root of its run's node by rank. A start's slot becomes its root + 1 and a
+// marker its run's root + 1: still valid pointers for concurrent walks.
 extern "C" __global__ void __launch_bounds__(256)
 ha4_relabel(const site_t* __restrict__ in, u32* L, Geo g, u32* count) {
     const u32 lane = threadIdx.x;
     const u32 nch = (g.w + 63) / 64;
     const u32 c = blockIdx.x * blockDim.y + threadIdx.y;
     __shared__ u32 s_roots[8];
+    __shared__ u32 s_walk[8][65];
+    u32* walk = s_walk[threadIdx.y];
     u32 roots = 0;
     // Whole warps skip (c >= nch) together; no early return, for the barrier below.
     for (u32 y = blockIdx.y; c < nch && y < g.h; y += gridDim.y) {
         const u32 x0 = c * 64;
-        const Chunk a = ha_load(in, L, g, y, x0);
-        const bool w0 = (a.starts >> lane) & 1, w1 = (a.starts >> (lane + 32)) & 1;
-        const bool wc = lane == 0 && a.v[0] && !(a.starts & 1);
-        u32 r0 = a.base + lane, r1 = a.base + lane + 32, rc = a.carry;
-        ha_roots3(L, r0, w0, r1, w1, rc, wc);
-        roots += (w0 && r0 == a.base + lane) + (w1 && r1 == a.base + lane + 32);
-        // The start of each of this lane's two runs: a bit of the chunk, or 64 (from the left).
-        const u64 m0 = a.starts & ha_upto(lane), m1 = a.starts & ha_upto(lane + 32);
-        const u32 s0 = m0 ? 63 - __clzll(m0) : 64u;
-        const u32 s1 = m1 ? 63 - __clzll(m1) : 64u;
-        const u32 A = __shfl_sync(HA_FULL, r0, s0 & 31);
-        const u32 B0 = __shfl_sync(HA_FULL, r0, s1 & 31);
-        const u32 B1 = __shfl_sync(HA_FULL, r1, s1 & 31);
-        const u32 C = __shfl_sync(HA_FULL, rc, 0);
-        const u32 l0 = a.v[0] ? (s0 < 64 ? A : C) + 1 : 0u;
-        const u32 l1 = a.v[1] ? (s1 < 32 ? B0 : s1 < 64 ? B1 : C) + 1 : 0u;
+        const Chunk a = ha_load(in, g, y, x0);
+        const u32 v00 = __shfl_sync(HA_FULL, a.v[0], 0);
+        const u32 nc = (v00 != 0 && !(a.starts & 1)) ? 1u : 0u;
+        const u64 lo0 = a.starts & ((1ull << lane) - 1), lo1 = a.starts & ((1ull << (lane + 32)) - 1);
+        const bool s0 = (a.starts >> lane) & 1, s1 = (a.starts >> (lane + 32)) & 1;
+        const u32 total = nc + __popcll(a.starts);
+        __syncwarp();
+        if (s0) walk[nc + __popcll(lo0)] = a.base + lane;
+        if (s1) walk[nc + __popcll(lo1)] = a.base + lane + 32;
+        if (lane == 0 && nc) walk[0] = a.carry;
+        __syncwarp();
+        for (u32 j = lane; j < total; j += 32) {
+            const u32 k0 = walk[j];
+            u32 k = k0, v = L[k];
+            while (v != k + 1) {
+                k = v - 1;
+                v = L[k];
+            }
+            walk[j] = k;
+            // The entering run's node belongs to the previous chunk, which counts it.
+            roots += k == k0 && (j > 0 || !nc);
+        }
+        __syncwarp();
+        // Rank of the node of bit b's run: nc + starts at or below b - 1 (0, the entering run,
+        // when there is none).
+        const u32 l0 = a.v[0] ? walk[nc + __popcll(lo0) + s0 - 1] + 1 : 0u;
+        const u32 l1 = a.v[1] ? walk[nc + __popcll(lo1) + s1 - 1] + 1 : 0u;
         if (x0 + lane < g.w) L[a.base + lane] = l0;
         if (x0 + lane + 32 < g.w) L[a.base + lane + 32] = l1;
     }

@@ -12,8 +12,14 @@
 //!   periodic y edge).
 //! - `ha4_wrap`: the periodic x edge of every row, and the diagonals across it.
 //! - `ha4_relabel`: one warp per chunk column, looping over rows (a 2-D grid: no division per
-//!   chunk); each run start finds its root and shuffles it to its run's lanes; every site is
-//!   written once and roots are counted (raw numbering), once per warp.
+//!   chunk); the chunk's nodes are ranked and each lane walks one of them to its root, so a warp
+//!   waits for its longest chain rather than a lane's two or three in a row; every site is written
+//!   once and roots are counted (raw numbering), once per CTA.
+//!
+//! The run that enters a chunk from the left is entered at the previous chunk's last site, which
+//! the strip pass marks with its run start: a node like any start, so no kernel reads the marker
+//! before walking. Against the reference implementation (YACCLAB's HA4/HA8), the strip pass fills
+//! every warp slot of a multiprocessor and walks a lane's two 4-connected unions in lockstep.
 //!
 //! Canonical numbering relabels raw first, which leaves every occupied site pointing straight at
 //! its root, and then runs the shared canonical kernels on the label array.
