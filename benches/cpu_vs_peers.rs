@@ -13,6 +13,9 @@
 //! on them, then times clusterlab's [`Labeler::label_into`] into a preallocated output: 1 thread
 //! is [`Parallelism::Sequential`], "all" is [`Parallelism::Threads`] with
 //! `std::thread::available_parallelism()` threads (OpenCV gets `cv2.setNumThreads` of the same).
+//! The one-shot columns time both as users call them, each call allocating its label image:
+//! [`clusterlab::label`] on a rayon pool of that many threads, and OpenCV's
+//! `connectedComponents` without a `labels=` output.
 //! Every timing is a median: warm-up calls, then timed calls until at least the repeat count and at
 //! least the minimum time. Cluster counts must agree between the three libraries (a `MISMATCH`
 //! line is printed, and the bench exits non-zero, where they do not). The table is printed as
@@ -29,7 +32,7 @@
 mod common;
 
 use clusterlab::generate::{percolation, spiral};
-use clusterlab::{Boundary, Connectivity, Labeler, Parallelism};
+use clusterlab::{label, Boundary, Connectivity, Labeler, Parallelism};
 use common::{json_num, json_opt, json_str, load_average, Args, Timing};
 use ndarray::Array2;
 use serde_json::Value;
@@ -329,6 +332,10 @@ struct Row {
     count: usize,
     opencv: Option<PeerTime>,
     scipy: Option<PeerTime>,
+    /// `clusterlab::label`, allocating its image each call.
+    oneshot_ms: f64,
+    /// OpenCV allocating its image each call.
+    opencv_oneshot: Option<PeerTime>,
     matches: bool,
 }
 
@@ -373,6 +380,8 @@ fn write_json(
              \"p\": {}, \"grain\": {}, \"seed\": {}, \"density\": {}, \"conn\": {}, \"threads\": {}, \
              \"clusterlab_ms\": {}, \"clusterlab_reps\": {}, \"opencv_ms\": {}, \"scipy_ms\": {}, \
              \"opencv_over_clusterlab\": {}, \"scipy_over_clusterlab\": {}, \
+             \"clusterlab_oneshot_ms\": {}, \"opencv_oneshot_ms\": {}, \
+             \"opencv_oneshot_over_clusterlab_oneshot\": {}, \
              \"clusters\": {}, \"opencv_clusters\": {}, \"scipy_clusters\": {}, \"counts_match\": {}}}",
             json_str(&c.name),
             json_str(&c.file),
@@ -393,6 +402,9 @@ fn write_json(
             json_num(r.scipy.map(|p| p.ms)),
             json_num(ratio(r.opencv)),
             json_num(ratio(r.scipy)),
+            json_num(Some(r.oneshot_ms)),
+            json_num(r.opencv_oneshot.map(|p| p.ms)),
+            json_num(r.opencv_oneshot.map(|p| p.ms / r.oneshot_ms)),
             r.count,
             json_opt(r.opencv.map(|p| p.count)),
             json_opt(r.scipy.map(|p| p.count)),
@@ -418,6 +430,9 @@ fn print_table(cases: &[Case], rows: &[Row]) {
         "scipy ms",
         "OpenCV/clusterlab",
         "scipy/clusterlab",
+        "one-shot ms",
+        "OpenCV one-shot ms",
+        "OpenCV/clusterlab one-shot",
     ]
     .map(String::from);
     let mut table = vec![header];
@@ -431,15 +446,19 @@ fn print_table(cases: &[Case], rows: &[Row]) {
             ms(r.scipy),
             ratio(r.opencv, r),
             ratio(r.scipy, r),
+            format!("{:.2}", r.oneshot_ms),
+            ms(r.opencv_oneshot),
+            r.opencv_oneshot
+                .map_or_else(|| "–".into(), |p| format!("{:.2}", p.ms / r.oneshot_ms)),
         ]);
     }
-    let mut widths = [0usize; 8];
+    let mut widths = [0usize; 11];
     for line in &table {
         for (w, cell) in widths.iter_mut().zip(line) {
             *w = (*w).max(cell.chars().count());
         }
     }
-    let fmt = |line: &[String; 8]| {
+    let fmt = |line: &[String; 11]| {
         let cells: Vec<String> = line
             .iter()
             .zip(widths)
@@ -495,6 +514,8 @@ fn run(s: &Settings, dir: &Path) -> Result<usize, String> {
     );
 
     let mut peers = PeerProcess::start(s, dir)?;
+    // The one-shot calls' pools, one per thread count (as a user's RAYON_NUM_THREADS would be).
+    let mut pools = std::collections::HashMap::<usize, rayon::ThreadPool>::new();
     let mut rows = Vec::new();
     let mut mismatches = 0;
     for (ci, c) in cases.iter().enumerate() {
@@ -523,7 +544,33 @@ fn run(s: &Settings, dir: &Path) -> Result<usize, String> {
                 if let Some(e) = error {
                     return Err(format!("clusterlab on {} {k}-conn: {e}", c.name));
                 }
-                let matches = opencv.count == count && scipy.count == count;
+                let opencv_oneshot = peers.ask(&format!("opencv_alloc {} {k} {t}", c.file))?;
+                let pool = pools.entry(t).or_insert_with(|| {
+                    rayon::ThreadPoolBuilder::new()
+                        .num_threads(t)
+                        .build()
+                        .expect("a rayon pool")
+                });
+                let mut oneshot_count = 0;
+                let (oneshot_ms, _, _) = median_ms(s, || {
+                    pool.install(|| match label(c.lattice.view(), conn, Boundary::Open) {
+                        Ok(l) => {
+                            oneshot_count = l.count();
+                            oneshot_count
+                        }
+                        Err(e) => {
+                            error = Some(e);
+                            0
+                        }
+                    })
+                });
+                if let Some(e) = error {
+                    return Err(format!("clusterlab::label on {} {k}-conn: {e}", c.name));
+                }
+                let matches = opencv.count == count
+                    && scipy.count == count
+                    && oneshot_count == count
+                    && opencv_oneshot.count == count;
                 if !matches {
                     mismatches += 1;
                     let line = format!(
@@ -536,8 +583,9 @@ fn run(s: &Settings, dir: &Path) -> Result<usize, String> {
                 }
                 eprintln!(
                     "  {} {k}-conn {t} thread(s): clusterlab {ms:.2} ms ({reps} runs), OpenCV \
-                     {:.2} ms, scipy {:.2} ms; {count} clusters",
-                    c.name, opencv.ms, scipy.ms
+                     {:.2} ms, scipy {:.2} ms; one-shot: clusterlab {oneshot_ms:.2} ms, OpenCV \
+                     {:.2} ms; {count} clusters",
+                    c.name, opencv.ms, scipy.ms, opencv_oneshot.ms
                 );
                 rows.push(Row {
                     case: ci,
@@ -548,6 +596,8 @@ fn run(s: &Settings, dir: &Path) -> Result<usize, String> {
                     count,
                     opencv: Some(opencv),
                     scipy: Some(scipy),
+                    oneshot_ms,
+                    opencv_oneshot: Some(opencv_oneshot),
                     matches,
                 });
             }

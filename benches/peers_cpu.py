@@ -13,6 +13,7 @@ JSON line on stdout (`{"ms": median, "reps": timed calls, "count": clusters}`, o
 
     scipy FILE CONN
     opencv FILE CONN THREADS
+    opencv_alloc FILE CONN THREADS
 
 Batch mode times every file at once and writes one JSON report:
 
@@ -26,7 +27,8 @@ connectivities to time it with (default `4,8`).
   default algorithm (CCL_DEFAULT: Spaghetti), after `cv2.setNumThreads(t)`. The binding accepts
   the preallocated int32 `labels` array and writes into it (checked below), so no output is
   allocated inside the timed call. Its count includes the background label 0; the count
-  reported here does not.
+  reported here does not. `opencv_alloc` times the call as users make it, without `labels=`:
+  OpenCV allocates a new label image each call (the bench's one-shot column).
 - scipy: `scipy.ndimage.label(img, structure=s, output=out)` with a preallocated int32 output.
   scipy is single-threaded, so it is timed once per lattice and connectivity, and the bench
   reports that time against every thread count.
@@ -126,6 +128,17 @@ class Peers:
             print("note: OpenCV did not write into the preallocated output", file=sys.stderr)
         return {"ms": ms, "reps": reps, "count": int(n) - 1}
 
+    def opencv_alloc(self, name, conn, threads):
+        """OpenCV as users call it: `connectedComponents` allocating its label image."""
+        img, _ = self.image(name)
+        structure(conn)  # checks conn
+        cv2.setNumThreads(threads)
+        ms, reps, (n, _labels) = median_ms(
+            lambda: cv2.connectedComponents(img, connectivity=conn, ltype=cv2.CV_32S),
+            *self.timing,
+        )
+        return {"ms": ms, "reps": reps, "count": int(n) - 1}
+
 
 def serve(peers):
     print(json.dumps(versions()), flush=True)
@@ -138,6 +151,8 @@ def serve(peers):
                 reply = peers.scipy(words[1], int(words[2]))
             elif words[0] == "opencv" and len(words) == 4:
                 reply = peers.opencv(words[1], int(words[2]), int(words[3]))
+            elif words[0] == "opencv_alloc" and len(words) == 4:
+                reply = peers.opencv_alloc(words[1], int(words[2]), int(words[3]))
             else:
                 reply = {"error": f"unknown request {line.strip()!r}"}
         except Exception as e:  # reported to the bench, which stops

@@ -304,7 +304,8 @@ impl Labeler {
     pub fn label<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<Labels> {
         check_size(lattice.nrows(), lattice.ncols())?;
         let (h, w) = lattice.dim();
-        let mut array = crate::core::alloc::zeros(h, w, "the label image")?;
+        // label_into writes every site, so a kept image of a dropped `Labels` will do.
+        let mut array = crate::core::alloc::label_image(h, w, "the label image")?;
         let count = self.label_into(lattice, array.view_mut())?;
         Ok(Labels { array, count })
     }
@@ -424,7 +425,7 @@ impl Labeler {
         let (h, w) = lattice.dim();
         let copy = !rows_contiguous(lattice.strides(), w);
         self.check_memory(h, w, std::mem::size_of::<T>(), true, copy)?;
-        let mut array = crate::core::alloc::zeros(h, w, "the 64-bit label image")?;
+        let mut array = crate::core::alloc::label_image(h, w, "the 64-bit label image")?;
         let count = self.label_into(lattice, array.view_mut())?;
         Ok(Labels { array, count })
     }

@@ -117,7 +117,9 @@ impl Labeler {
         down: ArrayView2<'_, u8>,
     ) -> Result<Labels> {
         check_size(right.nrows(), right.ncols())?;
-        let mut array = Array2::zeros(right.dim());
+        let (h, w) = right.dim();
+        // Every site is labeled (all are occupied): a kept image of a dropped `Labels` will do.
+        let mut array = crate::core::alloc::label_image(h, w, "the label image")?;
         let count = self.label_bonds_into(right, down, array.view_mut())?;
         Ok(Labels { array, count })
     }
