@@ -174,7 +174,7 @@ pub(crate) fn label_image<T: Recyclable>(h: usize, w: usize, what: &str) -> Resu
     zeros(h, w, what)
 }
 
-/// Drops the label images kept for one-shot calls (see [`crate::free_cached_images`]).
+/// Drops the label images kept for one-shot calls (see [`crate::free_cached_memory`]).
 pub(crate) fn free_kept_images() {
     if let Ok(mut b) = u32::bin().lock() {
         b.clear();

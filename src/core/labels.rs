@@ -122,7 +122,7 @@ impl LabelValue for u64 {
 /// When a `Labels` of a MiB or more is dropped, its image is kept (the last two per label type,
 /// within a quarter of the memory available) and handed to the next one-shot call of the same
 /// size, which overwrites it: a fresh image's pages would each be faulted in on first write, a
-/// third of a one-shot call's time at 4096². [`free_cached_images`](crate::free_cached_images)
+/// third of a one-shot call's time at 4096². [`free_cached_memory`](crate::free_cached_memory)
 /// gives them back to the system; [`Labels::into_array`] takes the image out of this cycle.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Labels<L: LabelValue = u32> {
