@@ -134,6 +134,8 @@ pub(crate) fn recycle<T: Recyclable>(v: Vec<T>) {
     if bytes < RECYCLE_MIN_BYTES || v.len() != v.capacity() {
         return;
     }
+    // Read before locking: no file I/O while other threads wait on the bin.
+    let available = available_memory();
     let Ok(mut bin) = T::bin().lock() else {
         return;
     };
@@ -141,10 +143,8 @@ pub(crate) fn recycle<T: Recyclable>(v: Vec<T>) {
         .iter()
         .map(|b| std::mem::size_of_val(b.as_slice()))
         .sum();
-    if let Some(available) = available_memory() {
-        if (kept + bytes) as u64 > available / 4 {
-            return;
-        }
+    if available.is_some_and(|a| (kept + bytes) as u64 > a / 4) {
+        return;
     }
     bin.push(v);
     if bin.len() > RECYCLE_MAX_IMAGES {
