@@ -449,6 +449,23 @@ impl crate::core::lattice::Lattice {
         }
     }
 
+    /// Labels the lattice with `labeler` into `out` (its shape), whatever its site type, and
+    /// returns the number of clusters (see [`Labeler::label_into`]).
+    ///
+    /// # Errors
+    /// As [`Labeler::label_into`].
+    pub fn label_into_with<L: LabelValue>(
+        &self,
+        labeler: &mut Labeler,
+        out: ArrayViewMut2<'_, L>,
+    ) -> Result<usize> {
+        match self {
+            Self::U8(a) => labeler.label_into(a.view(), out),
+            Self::U16(a) => labeler.label_into(a.view(), out),
+            Self::U32(a) => labeler.label_into(a.view(), out),
+        }
+    }
+
     /// Labels the lattice with `labeler` into `u64` labels, whatever its site type.
     ///
     /// # Errors

@@ -4,7 +4,7 @@ use super::backend::LabelBackend;
 use super::lattice::Input;
 use super::options::Spec;
 use crate::Result;
-use ndarray::{Array2, ArrayViewMut2};
+use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 use std::fmt;
 use std::hash::Hash;
 
@@ -26,7 +26,13 @@ pub(crate) mod sealed {
 
     /// Seals [`LabelValue`](super::LabelValue) and routes each label type to its backend call.
     #[allow(private_interfaces, private_bounds)]
-    pub trait Sealed: Sized + crate::core::alloc::Recyclable {
+    pub trait Sealed:
+        Sized
+        + crate::core::alloc::Recyclable
+        + ndarray_npy::WritableElement
+        + ndarray_npy::ViewElement
+        + ndarray_npy::ViewMutElement
+    {
         fn label(
             backend: &mut (dyn LabelBackend + Send),
             input: Input<'_>,
@@ -154,10 +160,54 @@ impl<L: LabelValue> Labels<L> {
     }
     /// Sites per label: element 0 counts the empty sites, element `i` the sites of cluster `i`.
     pub fn sizes(&self) -> Vec<u64> {
-        let mut sizes = vec![0u64; self.count + 1];
-        for &l in self.array.iter() {
+        sizes_of(self.array.view(), self.count)
+    }
+}
+
+/// Sites per label of an image labeled `0..=count`.
+///
+/// Large images are counted in parallel: each task keeps a small direct-mapped cache of
+/// (label, sites) and adds an entry to the shared atomic counter only when it is evicted, so the
+/// giant cluster's counter is not fought over site by site, and a small cluster (its sites close
+/// together in raster order) costs about one atomic addition. One pass, no per-thread histogram.
+pub(crate) fn sizes_of<L: LabelValue>(image: ArrayView2<'_, L>, count: usize) -> Vec<u64> {
+    use rayon::prelude::*;
+    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    const PARALLEL_FROM: usize = 1 << 20;
+    const CHUNK: usize = 1 << 20;
+    const SLOTS: usize = 1024;
+    let flat = image
+        .as_slice()
+        .filter(|_| image.len() >= PARALLEL_FROM && rayon::current_num_threads() > 1);
+    let Some(flat) = flat else {
+        let mut sizes = vec![0u64; count + 1];
+        for &l in image.iter() {
             sizes[l.into() as usize] += 1;
         }
-        sizes
-    }
+        return sizes;
+    };
+    let shared: Vec<AtomicU64> = (0..=count).map(|_| AtomicU64::new(0)).collect();
+    flat.par_chunks(CHUNK).for_each(|chunk| {
+        // Slot `l % SLOTS` holds label `keys[slot]` with `counts[slot]` sites not yet added.
+        let mut keys = [u64::MAX; SLOTS];
+        let mut counts = [0u64; SLOTS];
+        for &l in chunk {
+            let l: u64 = l.into();
+            let slot = l as usize % SLOTS;
+            if keys[slot] != l {
+                if counts[slot] > 0 {
+                    shared[keys[slot] as usize].fetch_add(counts[slot], Relaxed);
+                }
+                keys[slot] = l;
+                counts[slot] = 0;
+            }
+            counts[slot] += 1;
+        }
+        for (k, c) in keys.iter().zip(&counts) {
+            if *c > 0 {
+                shared[*k as usize].fetch_add(*c, Relaxed);
+            }
+        }
+    });
+    shared.into_iter().map(AtomicU64::into_inner).collect()
 }

@@ -102,34 +102,72 @@ pub fn write_atomically<F>(path: &Path, write: F) -> Result<()>
 where
     F: FnOnce(&Path) -> Result<()>,
 {
-    let name = path
-        .file_name()
-        .ok_or_else(|| Error::InvalidArgument(format!("output path {:?} names no file", path)))?;
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
-    remove_stale(dir, name);
-    let mut prefix = std::ffi::OsString::from(".");
-    prefix.push(name);
-    prefix.push(format!(".{}.", std::process::id()));
-    let mut builder = tempfile::Builder::new();
-    builder.prefix(&prefix).suffix(".tmp");
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        // As `File::create` does: 0o666 less the umask (tempfile's default is 0o600).
-        builder.permissions(std::fs::Permissions::from_mode(0o666));
+    let pending = PendingFile::create(path)?;
+    write(pending.path())?;
+    pending.commit()
+}
+
+/// A temporary file beside its destination, for an output written in more than one step (one
+/// that is filled in place through a memory map): [`write_atomically`]'s protocol, split. Dropped
+/// without [`PendingFile::commit`], it is removed and the destination is left as it was.
+pub(crate) struct PendingFile {
+    tmp: tempfile::NamedTempFile,
+    dest: PathBuf,
+    _registered: Registered,
+}
+
+impl PendingFile {
+    /// A new, empty temporary for `path` (the stale temporaries of killed runs removed first).
+    pub(crate) fn create(path: &Path) -> Result<PendingFile> {
+        let name = path.file_name().ok_or_else(|| {
+            Error::InvalidArgument(format!("output path {:?} names no file", path))
+        })?;
+        let dir = match path.parent() {
+            Some(p) if !p.as_os_str().is_empty() => p,
+            _ => Path::new("."),
+        };
+        remove_stale(dir, name);
+        let mut prefix = std::ffi::OsString::from(".");
+        prefix.push(name);
+        prefix.push(format!(".{}.", std::process::id()));
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(&prefix).suffix(".tmp");
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            // As `File::create` does: 0o666 less the umask (tempfile's default is 0o600).
+            builder.permissions(std::fs::Permissions::from_mode(0o666));
+        }
+        let tmp = builder.tempfile_in(dir).map_err(|e| io_error(dir, e))?;
+        let registered = Registered::new(tmp.path());
+        Ok(PendingFile {
+            tmp,
+            dest: path.to_owned(),
+            _registered: registered,
+        })
     }
-    let tmp = builder.tempfile_in(dir).map_err(|e| io_error(dir, e))?;
-    // On any error below, dropping `tmp` removes the temporary file.
-    let _registered = Registered::new(tmp.path());
-    write(tmp.path())?;
-    File::open(tmp.path())
-        .and_then(|f| f.sync_all())
-        .map_err(|e| io_error(path, e))?;
-    tmp.persist(path).map_err(|e| io_error(path, e.error))?;
-    Ok(())
+
+    /// The temporary's path.
+    pub(crate) fn path(&self) -> &Path {
+        self.tmp.path()
+    }
+
+    /// The temporary, open for reading and writing.
+    pub(crate) fn file(&self) -> &File {
+        self.tmp.as_file()
+    }
+
+    /// Flushes the temporary to disk (with what was written through a shared memory map of
+    /// it: `fsync` writes back every dirty page of the file) and renames it to the destination.
+    pub(crate) fn commit(self) -> Result<()> {
+        File::open(self.tmp.path())
+            .and_then(|f| f.sync_all())
+            .map_err(|e| io_error(&self.dest, e))?;
+        self.tmp
+            .persist(&self.dest)
+            .map_err(|e| io_error(&self.dest, e.error))?;
+        Ok(())
+    }
 }
 
 pub(crate) fn io_error(path: &Path, source: std::io::Error) -> Error {

@@ -10,6 +10,8 @@
 //!   itself in a `.npy` file; in an HDF5 file the dataset `/labels` with the attributes
 //!   `connectivity`, `boundary`, `count` and `segments`, and the lattice as `/lattice` when given.
 //!   A `uint64` label file reads back through [`read_lattice`] (narrowed when its labels fit).
+//! - [`NpyOutput`] is a `.npy` label file that a [`Labeler`](crate::Labeler) fills in place
+//!   (mapped into memory where the system can reserve its blocks): no image in memory, no copy.
 //! - [`write_lattice`] writes a lattice (`.npy`, or `/lattice` in an HDF5 file).
 //! - Stacks of frames, `(T, H, W)`: [`FrameReader`] reads one frame at a time, [`LabelSink`]
 //!   writes label frames one at a time (to a new file, or added safely to an existing HDF5
@@ -34,6 +36,7 @@ mod hdf5;
 mod hdf5_frames;
 mod npy;
 mod npy_frames;
+mod npy_output;
 mod table;
 
 pub use crate::core::lattice::Lattice;
@@ -42,6 +45,7 @@ pub use columns::{
     columns_to_csv, write_column_groups, write_columns, SummaryColumn, SummaryValues,
 };
 pub use frames::{array_shape, FrameReader, FrameSelection, LabelLayout, LabelSink};
+pub use npy_output::{NpyLabels, NpyOutput};
 
 use crate::core::labels::LabelArray;
 use crate::{Boundary, Connectivity, Error, LabelValue, Labels, Result};

@@ -300,6 +300,11 @@ fn label_and_write<L: LabelValue>(
     stage: &Stage,
     label: impl FnOnce(&Lattice, &mut Labeler) -> clusterlab::Result<Labels<L>>,
 ) -> Result<Done> {
+    if let (false, Some(out)) = (args.append, &args.output) {
+        if Format::from_path(out)? == Format::Npy {
+            return label_into_npy::<L>(out, lattice, labeler, clock, stage);
+        }
+    }
     let l = &args.lattice;
     let (h, w) = lattice.dim();
     let start = Instant::now();
@@ -342,6 +347,32 @@ fn label_and_write<L: LabelValue>(
     clock.lap("write");
     Ok(Done {
         count: labels.count(),
+        sizes: labels.sizes(),
+        elapsed,
+        label_dtype: L::DTYPE,
+    })
+}
+
+/// Labels straight into a new `.npy` file (mapped into memory where the system can reserve its
+/// blocks), so that no image is allocated and none copied into the file: `label` then includes
+/// putting the labels in the file's pages, and `write` flushes them to disk.
+fn label_into_npy<L: LabelValue>(
+    out: &std::path::Path,
+    lattice: &Lattice,
+    labeler: &mut Labeler,
+    clock: &mut Timings,
+    stage: &Stage,
+) -> Result<Done> {
+    let mut file = io::NpyOutput::<L>::create(out, lattice.dim())?;
+    let start = Instant::now();
+    let count = lattice.label_into_with(labeler, file.view_mut())?;
+    let elapsed = start.elapsed();
+    clock.lap("label");
+    stage.set(format!("writing {}", out.display()));
+    let labels = file.finish(count)?;
+    clock.lap("write");
+    Ok(Done {
+        count,
         sizes: labels.sizes(),
         elapsed,
         label_dtype: L::DTYPE,
