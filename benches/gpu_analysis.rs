@@ -50,12 +50,13 @@ fn run() -> BenchResult<()> {
     let n = size * size;
     println!("lattice: {size}x{size}, p = {p}; medians of {reps} runs, ms");
     println!(
-        "{:<4} {:<8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{:<4} {:<8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "conn",
         "boundary",
         "raw lab",
         "tab dev",
         "tab host",
+        "cols pcie",
         "tab+lab",
         "ns dev",
         "ns host",
@@ -103,6 +104,22 @@ fn run() -> BenchResult<()> {
                 }
             }
             let (tab_dev, tab_host) = (median(dev), median(host));
+            // The peer of the host part: copying the table's columns (8 eight-byte and 4 one-byte
+            // values a cluster) from the device into a new host vector, as a user's download of
+            // a device-built table would (pageable memory, fresh each time: wall).
+            let cols = stream.alloc_zeros::<u8>(pieces * 68)?;
+            let mut copy = Vec::new();
+            for i in 0..reps + 2 {
+                let w = Instant::now();
+                let v = stream.clone_dtoh(&cols)?;
+                let t = w.elapsed().as_secs_f64() * 1e3;
+                std::hint::black_box(v);
+                if i >= 2 {
+                    copy.push(t);
+                }
+            }
+            drop(cols);
+            let pcie = median(copy);
             // With the label image (host arrays in and out: wall time).
             let mut lab = Vec::new();
             for i in 0..(reps / 4).max(3) + 1 {
@@ -152,12 +169,13 @@ fn run() -> BenchResult<()> {
             // the run starts aside, and write + zero the 52-byte accumulators.
             let floor = floor_ms(n as f64 + 2.0 * 52.0 * pieces as f64, bw);
             println!(
-                "{:<4} {:<8} {:>8.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9} {:>9.3} {:>9.1}",
+                "{:<4} {:<8} {:>8.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9} {:>9.3} {:>9.1}",
                 c.to_string(),
                 b.to_string(),
                 raw_ms,
                 tab_dev,
                 tab_host,
+                pcie,
                 median(lab),
                 median(dev),
                 median(host),
@@ -170,7 +188,8 @@ fn run() -> BenchResult<()> {
     }
     println!(
         "\nraw lab: raw labeling (CudaLabeler, events). tab dev: forest + ranking + accumulators \
-         (events); tab host: downloads + seam join + table build (wall). tab+lab: host lattice in, \
+         (events); tab host: downloads + seam join + table build (wall); cols pcie: the table's \
+         column bytes copied from the device into a new host vector (wall). tab+lab: host lattice in, \
          table and labels out (wall). ns dev / ns host / ns wall: n_s + flags, device part \
          (events), host part, both (wall). All wall: Analyzer with Measures::All on the CUDA \
          backend (GPU labels, CPU perimeters), host lattice in."

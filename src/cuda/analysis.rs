@@ -55,11 +55,12 @@ pub(crate) struct PieceArrays {
 }
 
 impl PieceArrays {
-    /// Piece `i + 1`'s moments (downloaded with `moments`).
+    /// Piece `i + 1`'s moments.
     pub(crate) fn moments(&self, i: usize) -> Moments {
+        // The device keeps the minima complemented, so that one atomic max serves both.
         Moments::from_parts(
             self.size[i],
-            (self.x_min[i], self.x_max[i], self.y_min[i], self.y_max[i]),
+            (!self.x_min[i], self.x_max[i], !self.y_min[i], self.y_max[i]),
             self.sx[i],
             self.sy[i],
             self.sxx[i],
@@ -355,31 +356,42 @@ impl DeviceAnalysis {
         Ok(v)
     }
 
-    /// The features of the `npieces` pieces of the last run.
-    pub(crate) fn pieces(&self, npieces: usize, moments: bool) -> Result<PieceArrays> {
+    /// Downloads the features of the `npieces` pieces of the last run into `p` (its vectors
+    /// grown only, so that a warm analyzer's downloads fault in no new pages).
+    pub(crate) fn pieces_into(&self, npieces: usize, p: &mut PieceArrays) -> Result<()> {
         let job = self
             .job
             .ok_or_else(|| Error::InvalidArgument("nothing was analyzed".into()))?;
         let a = self.acc(&job);
         let n = npieces;
-        let mut p = PieceArrays {
-            size: self.download(a.size, n)?,
-            x_min: self.download(a.xmin_n, n)?,
-            x_max: self.download(a.xmax, n)?,
-            y_min: self.download(a.ymin_n, n)?,
-            y_max: self.download(a.ymax, n)?,
-            ..PieceArrays::default()
-        };
-        for v in p.x_min.iter_mut().chain(p.y_min.iter_mut()) {
-            *v = !*v;
+        let stream = self.engine.gpu.stream.cu_stream();
+        fn into<T: Copy + Default>(
+            v: &mut Vec<T>,
+            n: usize,
+            src: sys::CUdeviceptr,
+            stream: sys::CUstream,
+        ) -> Result<()> {
+            v.resize(n, T::default());
+            if n > 0 {
+                // SAFETY: `src` holds at least `n` elements of `T`; the caller synchronises the
+                // stream before `v` is read, resized or dropped.
+                unsafe {
+                    dres::memcpy_dtoh_async(&mut v[..n], src, stream)
+                        .map_err(|e| cuda_err("copying analysis results from the GPU", e))?;
+                }
+            }
+            Ok(())
         }
-        if moments {
-            p.sx = self.download(a.sx, n)?;
-            p.sy = self.download(a.sy, n)?;
-            p.sxx = self.download(a.sxx, n)?;
-            p.syy = self.download(a.syy, n)?;
-        }
-        Ok(p)
+        into(&mut p.size, n, a.size, stream)?;
+        into(&mut p.x_min, n, a.xmin_n, stream)?;
+        into(&mut p.x_max, n, a.xmax, stream)?;
+        into(&mut p.y_min, n, a.ymin_n, stream)?;
+        into(&mut p.y_max, n, a.ymax, stream)?;
+        into(&mut p.sx, n, a.sx, stream)?;
+        into(&mut p.sy, n, a.sy, stream)?;
+        into(&mut p.sxx, n, a.sxx, stream)?;
+        into(&mut p.syy, n, a.syy, stream)?;
+        self.engine.gpu.sync()
     }
 
     /// `ana_border`'s output: 6 words per edge site (rows 0 and h − 1, then columns 0 and w − 1).

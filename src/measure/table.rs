@@ -1,10 +1,10 @@
 //! [`ClusterTable`]: one row per cluster, one `Array1` per measure.
 
 use super::moments::{Merge, Moments, Perimeter};
-use super::wrapping::{WRAP_X, WRAP_Y};
+use super::wrapping::{Joined, WRAP_X, WRAP_Y};
 use super::Measures;
 use crate::{Boundary, Connectivity};
-use ndarray::{Array1, ArrayView1, Zip};
+use ndarray::Array1;
 use rayon::prelude::*;
 
 /// The measures of every cluster of a lattice, as columns: element `i` of each column belongs to
@@ -240,6 +240,341 @@ const NO_SUMS: Sums = Sums {
     y_max: i64::MIN,
 };
 
+impl Sums {
+    /// Adds a piece with moments `m`, shifted by `shift` periods of the `(h, w)` lattice
+    /// (ignored along the axes in `wraps`, [`WRAP_X`] | [`WRAP_Y`]).
+    fn add(&mut self, m: &Moments, shift: [i32; 2], wraps: u8, (h, w): (usize, usize)) {
+        if m.size == 0 {
+            return;
+        }
+        let dx = if wraps & WRAP_X != 0 {
+            0
+        } else {
+            i64::from(shift[0]) * w as i64
+        };
+        let dy = if wraps & WRAP_Y != 0 {
+            0
+        } else {
+            i64::from(shift[1]) * h as i64
+        };
+        if dx == 0 && dy == 0 {
+            self.size += u64::from(m.size);
+            self.sx += m.sx as i128;
+            self.sy += m.sy as i128;
+            self.sxx += m.sxx() as i128;
+            self.syy += m.syy() as i128;
+            self.x_min = self.x_min.min(i64::from(m.x_min));
+            self.x_max = self.x_max.max(i64::from(m.x_max));
+            self.y_min = self.y_min.min(i64::from(m.y_min));
+            self.y_max = self.y_max.max(i64::from(m.y_max));
+            return;
+        }
+        let n = i128::from(m.size);
+        let (sx, sy) = (m.sx as i128, m.sy as i128);
+        let (dxw, dyw) = (dx as i128, dy as i128);
+        self.size += u64::from(m.size);
+        self.sx += sx + n * dxw;
+        self.sy += sy + n * dyw;
+        self.sxx += m.sxx() as i128 + 2 * dxw * sx + n * dxw * dxw;
+        self.syy += m.syy() as i128 + 2 * dyw * sy + n * dyw * dyw;
+        self.x_min = self.x_min.min(i64::from(m.x_min) + dx);
+        self.x_max = self.x_max.max(i64::from(m.x_max) + dx);
+        self.y_min = self.y_min.min(i64::from(m.y_min) + dy);
+        self.y_max = self.y_max.max(i64::from(m.y_max) + dy);
+    }
+
+    /// The cluster's row of the shape columns; `wraps` its wrapping bits.
+    fn row(&self, wraps: u8, g: &Geometry) -> Row {
+        let (mx, vx) = mean_var(self.size, self.sx, self.sxx);
+        let (my, vy) = mean_var(self.size, self.sy, self.syy);
+        Row {
+            size: self.size,
+            bbox: [self.x_min, self.x_max, self.y_min, self.y_max],
+            centre: [mx, my, (vx + vy).sqrt()],
+            flags: [
+                wraps & WRAP_X != 0,
+                wraps & WRAP_Y != 0,
+                g.open_x && self.x_min == 0 && self.x_max == g.w - 1,
+                g.open_y && self.y_min == 0 && self.y_max == g.h - 1,
+            ],
+        }
+    }
+}
+
+/// What a row needs of the lattice: its size and which axes are open.
+struct Geometry {
+    h: i64,
+    w: i64,
+    open_x: bool,
+    open_y: bool,
+}
+
+impl Geometry {
+    fn new((h, w): (usize, usize), boundary: Boundary) -> Geometry {
+        Geometry {
+            h: h as i64,
+            w: w as i64,
+            open_x: !boundary.wraps_x(),
+            open_y: !boundary.wraps_y(),
+        }
+    }
+}
+
+/// One cluster's shape columns.
+struct Row {
+    size: u64,
+    /// `x_min, x_max, y_min, y_max`.
+    bbox: [i64; 4],
+    /// Centroid `x, y` and radius of gyration.
+    centre: [f64; 3],
+    /// `wraps_x, wraps_y, spans_x, spans_y`.
+    flags: [bool; 4],
+}
+
+/// Mutable references to one row of [`ShapeColumns`], in field order.
+type RowRefs<'a> = (
+    &'a mut u64,
+    &'a mut i64,
+    &'a mut i64,
+    &'a mut i64,
+    &'a mut i64,
+    &'a mut f64,
+    &'a mut f64,
+    &'a mut f64,
+    &'a mut bool,
+    &'a mut bool,
+    &'a mut bool,
+    &'a mut bool,
+);
+
+/// The shape columns of a table, filled row by row.
+struct ShapeColumns {
+    size: Vec<u64>,
+    bbox: [Vec<i64>; 4],
+    centre: [Vec<f64>; 3],
+    flags: [Vec<bool>; 4],
+}
+
+impl ShapeColumns {
+    /// `n` rows, row `i` given by `row(i)`, computed in parallel when asked for.
+    fn fill(n: usize, parallel: bool, row: impl Fn(usize) -> Row + Sync) -> ShapeColumns {
+        let mut c = ShapeColumns {
+            size: vec![0; n],
+            bbox: std::array::from_fn(|_| vec![0; n]),
+            centre: std::array::from_fn(|_| vec![0.0; n]),
+            flags: std::array::from_fn(|_| vec![false; n]),
+        };
+        let [x0, x1, y0, y1] = &mut c.bbox;
+        let [cx, cy, r] = &mut c.centre;
+        let [wx, wy, sx, sy] = &mut c.flags;
+        let set = |(i, (n, a, b, d, e, f, g, h, j, k, l, m)): (usize, RowRefs<'_>)| {
+            let v = row(i);
+            *n = v.size;
+            [*a, *b, *d, *e] = v.bbox;
+            [*f, *g, *h] = v.centre;
+            [*j, *k, *l, *m] = v.flags;
+        };
+        if parallel {
+            (
+                &mut c.size[..],
+                &mut x0[..],
+                &mut x1[..],
+                &mut y0[..],
+                &mut y1[..],
+                &mut cx[..],
+                &mut cy[..],
+                &mut r[..],
+                &mut wx[..],
+                &mut wy[..],
+                &mut sx[..],
+                &mut sy[..],
+            )
+                .into_par_iter()
+                .with_min_len(4096)
+                .enumerate()
+                .for_each(set);
+        } else {
+            for i in 0..n {
+                set((
+                    i,
+                    (
+                        &mut c.size[i],
+                        &mut x0[i],
+                        &mut x1[i],
+                        &mut y0[i],
+                        &mut y1[i],
+                        &mut cx[i],
+                        &mut cy[i],
+                        &mut r[i],
+                        &mut wx[i],
+                        &mut wy[i],
+                        &mut sx[i],
+                        &mut sy[i],
+                    ),
+                ));
+            }
+        }
+        c
+    }
+
+    /// Overwrites row `i`.
+    fn set(&mut self, i: usize, v: Row) {
+        self.size[i] = v.size;
+        for (col, x) in self.bbox.iter_mut().zip(v.bbox) {
+            col[i] = x;
+        }
+        for (col, x) in self.centre.iter_mut().zip(v.centre) {
+            col[i] = x;
+        }
+        for (col, x) in self.flags.iter_mut().zip(v.flags) {
+            col[i] = x;
+        }
+    }
+
+    fn into_table(
+        self,
+        shape: (usize, usize),
+        connectivity: Connectivity,
+        boundary: Boundary,
+        segments: bool,
+        measures: Measures,
+    ) -> ClusterTable {
+        let ShapeColumns {
+            size,
+            bbox: [x_min, x_max, y_min, y_max],
+            centre: [centroid_x, centroid_y, gyration_radius],
+            flags: [wraps_x, wraps_y, spans_x, spans_y],
+        } = self;
+        ClusterTable {
+            shape,
+            connectivity,
+            boundary,
+            segments,
+            measures,
+            size: Array1::from_vec(size),
+            x_min: Array1::from_vec(x_min),
+            x_max: Array1::from_vec(x_max),
+            y_min: Array1::from_vec(y_min),
+            y_max: Array1::from_vec(y_max),
+            centroid_x: Array1::from_vec(centroid_x),
+            centroid_y: Array1::from_vec(centroid_y),
+            gyration_radius: Array1::from_vec(gyration_radius),
+            site_perimeter: None,
+            bond_perimeter: None,
+            hull_perimeter: None,
+            filled_area: None,
+            wraps_x: Array1::from_vec(wraps_x),
+            wraps_y: Array1::from_vec(wraps_y),
+            spans_x: Array1::from_vec(spans_x),
+            spans_y: Array1::from_vec(spans_y),
+        }
+    }
+}
+
+/// The pieces a table is composed of (clusters labeled with open boundaries).
+pub(crate) trait Pieces: Sync {
+    /// Piece `p`'s moments, `p` in `1..=npieces`.
+    fn moments(&self, p: usize) -> Moments;
+}
+
+/// Pieces by label: element `p` is piece `p`'s (element 0 unused).
+impl Pieces for [Moments] {
+    fn moments(&self, p: usize) -> Moments {
+        self[p]
+    }
+}
+
+/// The [`Measures::Shape`] table of the clusters that `npieces` pieces form: each piece its own
+/// cluster (`joined` = `None`, open lattices), or joined across periodic edges by `joined`.
+///
+/// A cluster of one piece, nearly every cluster, gets its row straight from the piece's moments
+/// (in parallel, no per-cluster sums), since a cluster is numbered after its smallest piece and
+/// that piece is its union-find root; only the few clusters with pieces on the edges are summed
+/// piece by piece (with their shifts) and their rows rewritten.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn compose<P: Pieces + ?Sized>(
+    shape: (usize, usize),
+    connectivity: Connectivity,
+    boundary: Boundary,
+    segments: bool,
+    npieces: usize,
+    pieces: &P,
+    joined: Option<&Joined>,
+    parallel: bool,
+) -> ClusterTable {
+    let g = Geometry::new(shape, boundary);
+    let one = |p: usize, wraps: u8| {
+        let mut s = NO_SUMS;
+        s.add(&pieces.moments(p), [0, 0], wraps, shape);
+        s.row(wraps, &g)
+    };
+    let Some(j) = joined else {
+        let c = ShapeColumns::fill(npieces, parallel, |i| one(i + 1, 0));
+        return c.into_table(shape, connectivity, boundary, segments, Measures::Shape);
+    };
+    let roots: Vec<u32> = if parallel {
+        (1..npieces as u32 + 1)
+            .into_par_iter()
+            .with_min_len(4096)
+            .filter(|&p| j.is_root(p))
+            .collect()
+    } else {
+        (1..=npieces as u32).filter(|&p| j.is_root(p)).collect()
+    };
+    debug_assert_eq!(roots.len(), j.count);
+    let mut c = ShapeColumns::fill(roots.len(), parallel, |i| {
+        one(roots[i] as usize, j.wraps[i + 1])
+    });
+    // Clusters of several pieces: every piece that is not a root, grouped by cluster.
+    let mut extra: Vec<(u32, u32)> = (1..=npieces as u32)
+        .filter(|&p| !j.is_root(p))
+        .map(|p| (j.map[p as usize], p))
+        .collect();
+    extra.sort_unstable();
+    for group in extra.chunk_by(|a, b| a.0 == b.0) {
+        let cl = group[0].0 as usize;
+        let wraps = j.wraps[cl];
+        let mut s = NO_SUMS;
+        let root = roots[cl - 1] as usize;
+        s.add(&pieces.moments(root), j.shift[root], wraps, shape);
+        for &(_, p) in group {
+            s.add(
+                &pieces.moments(p as usize),
+                j.shift[p as usize],
+                wraps,
+                shape,
+            );
+        }
+        c.set(cl - 1, s.row(wraps, &g));
+    }
+    c.into_table(shape, connectivity, boundary, segments, Measures::Shape)
+}
+
+impl ClusterTable {
+    /// The table with the [`Measures::All`] columns added: per cluster `c`, `perimeter[c]` and
+    /// `filled[c]` (index 0 unused).
+    pub(crate) fn with_full(
+        mut self,
+        perimeter: &[Perimeter],
+        filled: &[u64],
+        parallel: bool,
+    ) -> Self {
+        let column = |f: fn(&Perimeter) -> u64| {
+            Array1::from_vec(if parallel {
+                perimeter[1..].par_iter().map(f).collect()
+            } else {
+                perimeter[1..].iter().map(f).collect()
+            })
+        };
+        self.site_perimeter = Some(column(|p| p.site));
+        self.bond_perimeter = Some(column(|p| p.bond));
+        self.hull_perimeter = Some(column(|p| p.hull));
+        self.filled_area = Some(Array1::from_vec(filled[1..].to_vec()));
+        self.measures = Measures::All;
+        self
+    }
+}
+
 /// `x as f64`, without the 128-bit conversion routine when `x` fits 64 bits.
 #[inline]
 fn to_f64(x: i128) -> f64 {
@@ -315,52 +650,8 @@ impl Builder {
     /// Adds a piece with moments `m` to cluster `c` (1-based), shifted by `shift` periods
     /// (ignored along the axes the cluster wraps in).
     pub(crate) fn add_piece(&mut self, c: u32, m: &Moments, shift: [i32; 2]) {
-        if m.size == 0 {
-            return;
-        }
         let i = c as usize - 1;
-        let bits = self.wraps[i];
-        let (h, w) = self.shape;
-        let dx = if bits & WRAP_X != 0 {
-            0
-        } else {
-            i64::from(shift[0]) * w as i64
-        };
-        let dy = if bits & WRAP_Y != 0 {
-            0
-        } else {
-            i64::from(shift[1]) * h as i64
-        };
-        let s = &mut self.sums[i];
-        if dx == 0 && dy == 0 {
-            s.size += u64::from(m.size);
-            s.sx += m.sx as i128;
-            s.sy += m.sy as i128;
-            s.sxx += m.sxx() as i128;
-            s.syy += m.syy() as i128;
-            s.x_min = s.x_min.min(i64::from(m.x_min));
-            s.x_max = s.x_max.max(i64::from(m.x_max));
-            s.y_min = s.y_min.min(i64::from(m.y_min));
-            s.y_max = s.y_max.max(i64::from(m.y_max));
-            return;
-        }
-        let n = i128::from(m.size);
-        let (sx, sy) = (m.sx as i128, m.sy as i128);
-        let (dxw, dyw) = (dx as i128, dy as i128);
-        s.size += u64::from(m.size);
-        s.sx += sx + n * dxw;
-        s.sy += sy + n * dyw;
-        s.sxx += m.sxx() as i128 + 2 * dxw * sx + n * dxw * dxw;
-        s.syy += m.syy() as i128 + 2 * dyw * sy + n * dyw * dyw;
-        s.x_min = s.x_min.min(i64::from(m.x_min) + dx);
-        s.x_max = s.x_max.max(i64::from(m.x_max) + dx);
-        s.y_min = s.y_min.min(i64::from(m.y_min) + dy);
-        s.y_max = s.y_max.max(i64::from(m.y_max) + dy);
-    }
-
-    /// The size of cluster `c` (1-based) so far.
-    pub(crate) fn size_of(&self, c: u32) -> u64 {
-        self.sums[c as usize - 1].size
+        self.sums[i].add(m, shift, self.wraps[i], self.shape);
     }
 
     /// The table, with the perimeter columns when given (`site`, `bond`, `hull`, `filled`).
@@ -371,109 +662,20 @@ impl Builder {
         full: Option<(&[Perimeter], &[u64])>,
         sums: &mut Vec<Sums>,
     ) -> ClusterTable {
-        let (h, w) = self.shape;
-        let n = self.sums.len();
-        let open_x = !self.boundary.wraps_x();
-        let open_y = !self.boundary.wraps_y();
-        let mut size = Array1::zeros(n);
-        let mut x_min = Array1::zeros(n);
-        let mut x_max = Array1::zeros(n);
-        let mut y_min = Array1::zeros(n);
-        let mut y_max = Array1::zeros(n);
-        let mut centroid_x = Array1::zeros(n);
-        let mut centroid_y = Array1::zeros(n);
-        let mut gyration_radius = Array1::zeros(n);
-        let mut wraps_x = Array1::from_elem(n, false);
-        let mut wraps_y = Array1::from_elem(n, false);
-        let mut spans_x = Array1::from_elem(n, false);
-        let mut spans_y = Array1::from_elem(n, false);
-        let all = ArrayView1::from(&self.sums[..]);
-        let bits = ArrayView1::from(&self.wraps[..]);
-        let bbox = |n: &mut u64, a: &mut i64, b: &mut i64, c: &mut i64, d: &mut i64, s: &Sums| {
-            (*n, *a, *b, *c, *d) = (s.size, s.x_min, s.x_max, s.y_min, s.y_max);
-        };
-        let zip = Zip::from(&mut size)
-            .and(&mut x_min)
-            .and(&mut x_max)
-            .and(&mut y_min)
-            .and(&mut y_max)
-            .and(&all);
-        if parallel {
-            zip.par_for_each(bbox);
-        } else {
-            zip.for_each(bbox);
-        }
-        let centre = |cx: &mut f64, cy: &mut f64, r: &mut f64, s: &Sums| {
-            let (mx, vx) = mean_var(s.size, s.sx, s.sxx);
-            let (my, vy) = mean_var(s.size, s.sy, s.syy);
-            (*cx, *cy, *r) = (mx, my, (vx + vy).sqrt());
-        };
-        let zip = Zip::from(&mut centroid_x)
-            .and(&mut centroid_y)
-            .and(&mut gyration_radius)
-            .and(&all);
-        if parallel {
-            zip.par_for_each(centre);
-        } else {
-            zip.for_each(centre);
-        }
-        let flags =
-            |wx: &mut bool, wy: &mut bool, sx: &mut bool, sy: &mut bool, s: &Sums, b: &u8| {
-                *wx = b & WRAP_X != 0;
-                *wy = b & WRAP_Y != 0;
-                *sx = open_x && s.x_min == 0 && s.x_max == w as i64 - 1;
-                *sy = open_y && s.y_min == 0 && s.y_max == h as i64 - 1;
-            };
-        let zip = Zip::from(&mut wraps_x)
-            .and(&mut wraps_y)
-            .and(&mut spans_x)
-            .and(&mut spans_y)
-            .and(&all)
-            .and(&bits);
-        if parallel {
-            zip.par_for_each(flags);
-        } else {
-            zip.for_each(flags);
-        }
-        let column = |f: fn(&Perimeter) -> u64, p: &[Perimeter]| {
-            Array1::from_vec(if parallel {
-                p[1..].par_iter().map(f).collect()
-            } else {
-                p[1..].iter().map(f).collect()
-            })
-        };
-        let (site_perimeter, bond_perimeter, hull_perimeter, filled_area) = match full {
-            Some((p, filled)) => (
-                Some(column(|p| p.site, p)),
-                Some(column(|p| p.bond, p)),
-                Some(column(|p| p.hull, p)),
-                Some(Array1::from_vec(filled[1..].to_vec())),
-            ),
-            None => (None, None, None, None),
-        };
+        let g = Geometry::new(self.shape, self.boundary);
+        let (all, bits) = (&self.sums, &self.wraps);
+        let c = ShapeColumns::fill(all.len(), parallel, |i| all[i].row(bits[i], &g));
+        let table = c.into_table(
+            self.shape,
+            self.connectivity,
+            self.boundary,
+            self.segments,
+            self.measures,
+        );
         *sums = self.sums;
-        ClusterTable {
-            shape: self.shape,
-            connectivity: self.connectivity,
-            boundary: self.boundary,
-            segments: self.segments,
-            measures: self.measures,
-            size,
-            x_min,
-            x_max,
-            y_min,
-            y_max,
-            centroid_x,
-            centroid_y,
-            gyration_radius,
-            site_perimeter,
-            bond_perimeter,
-            hull_perimeter,
-            filled_area,
-            wraps_x,
-            wraps_y,
-            spans_x,
-            spans_y,
+        match full {
+            Some((p, filled)) => table.with_full(p, filled, parallel),
+            None => table,
         }
     }
 }

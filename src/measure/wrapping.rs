@@ -124,6 +124,12 @@ impl Joined {
         });
     }
 
+    /// Whether piece `p` is its cluster's union-find root: its smallest piece, whose first site
+    /// is the cluster's and whose shift is zero.
+    pub(crate) fn is_root(&self, p: u32) -> bool {
+        self.parent[p as usize] == p
+    }
+
     /// Makes room for `npieces` pieces, so that joins of as many allocate nothing.
     pub(crate) fn reserve(&mut self, npieces: usize) {
         fn room<T>(v: &mut Vec<T>, n: usize) {

@@ -12,7 +12,7 @@ use crate::core::backend::LabelBackend;
 use crate::core::lattice::{check_size, Input};
 use crate::core::options::Spec;
 use crate::measure::moments::{Merge, Moments, Perimeter};
-use crate::measure::table::{Builder, Sums};
+use crate::measure::table::compose;
 use crate::measure::wrapping::Joined;
 use crate::measure::Measures;
 use crate::{Algorithm, Boundary, ClusterTable, Connectivity, Labels, Options, Result, SiteValue};
@@ -53,7 +53,6 @@ struct Buffers {
     perimeter: Vec<Perimeter>,
     empty_sizes: Vec<u64>,
     hull: Vec<u64>,
-    sums: Vec<Sums>,
 }
 
 impl CpuAnalysis {
@@ -139,24 +138,19 @@ impl CpuAnalysis {
         };
         let strips = self.first_sites(&g, &n);
         self.pass(&g, &n, &strips);
-        let builder = self.compose(&g, &n);
+        let table = self.compose(&g, &n);
         if !g.full {
-            return Ok(builder.finish(parallel, None, &mut self.buffers.sums));
+            return Ok(table);
         }
         let sizes: Vec<u64> = std::iter::once(0)
-            .chain((1..=count).map(|c| builder.size_of(c as u32)))
+            .chain(table.size.iter().copied())
             .collect();
         let filled_area = if strips.tree {
             self.tree_filled(&g, &sizes)
         } else {
             self.region_graph_filled(&g, &n, &strips, &sizes)
         };
-        let buf = &mut self.buffers;
-        Ok(builder.finish(
-            parallel,
-            Some((&buf.perimeter, &filled_area)),
-            &mut buf.sums,
-        ))
+        Ok(table.with_full(&self.buffers.perimeter, &filled_area, parallel))
     }
 
     /// 1. Clusters: pieces labeled with open boundaries, joined across periodic edges by
@@ -399,30 +393,19 @@ impl CpuAnalysis {
     }
 
     /// 5. The pieces composed into clusters (shifted by their winding on periodic lattices).
-    fn compose(&mut self, g: &Run, n: &Counts) -> Builder {
-        let buf = &mut self.buffers;
-        let mut builder = Builder::new(
+    fn compose(&self, g: &Run, n: &Counts) -> ClusterTable {
+        let mut table = compose(
             (g.h, g.w),
             g.connectivity,
             g.boundary,
             g.segments,
-            g.measures,
-            n.count,
-            std::mem::take(&mut buf.sums),
+            n.npieces,
+            &self.buffers.moments[..],
+            g.periodic.then_some(&self.joined),
+            g.parallel,
         );
-        if g.periodic {
-            for c in 1..=n.count {
-                builder.set_wraps(c as u32, self.joined.wraps[c]);
-            }
-            for (p, m) in buf.moments.iter().enumerate().skip(1) {
-                builder.add_piece(self.joined.map[p], m, self.joined.shift[p]);
-            }
-        } else {
-            for (p, m) in buf.moments.iter().enumerate().skip(1) {
-                builder.add_piece(p as u32, m, [0, 0]);
-            }
-        }
-        builder
+        table.measures = g.measures;
+        table
     }
 }
 

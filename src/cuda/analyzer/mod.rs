@@ -26,12 +26,12 @@
 mod counts;
 pub(crate) use counts::size_counts_into;
 
-use super::analysis::{DeviceAnalysis, BORDER_WORDS, HIST_CAP};
+use super::analysis::{DeviceAnalysis, PieceArrays, BORDER_WORDS, HIST_CAP};
 use crate::core::lattice::{check_size, Input};
 use crate::core::options::Spec;
 use crate::core::size_counts::{PercolatingCluster, SizeCounts};
 use crate::measure::moments::Moments;
-use crate::measure::table::{Builder, Sums};
+use crate::measure::table::{compose, Pieces};
 use crate::measure::wrapping::{Joined, WRAP_X, WRAP_Y};
 use crate::measure::Measures;
 use crate::ClusterTable;
@@ -82,7 +82,8 @@ pub struct CudaAnalyzer {
     dev: DeviceAnalysis,
     pending: Option<Pending>,
     joined: Joined,
-    sums: Vec<Sums>,
+    /// The pieces' features, downloaded (kept between calls).
+    pieces: PieceArrays,
     staging: Vec<u8>,
 }
 
@@ -110,7 +111,7 @@ impl CudaAnalyzer {
             dev: DeviceAnalysis::new(device, connectivity, boundary)?,
             pending: None,
             joined: Joined::default(),
-            sums: Vec::new(),
+            pieces: PieceArrays::default(),
             staging: Vec::new(),
         })
     }
@@ -130,7 +131,7 @@ impl CudaAnalyzer {
             dev: DeviceAnalysis::with_gpu(gpu, connectivity, boundary),
             pending: None,
             joined: Joined::default(),
-            sums: Vec::new(),
+            pieces: PieceArrays::default(),
             staging: Vec::new(),
         })
     }
@@ -382,8 +383,8 @@ impl CudaAnalyzer {
             ));
         }
         let np = self.dev.count()?;
-        let p = self.dev.pieces(np, true)?;
-        let moments = (0..np).map(|i| p.moments(i)).collect();
+        self.dev.pieces_into(np, &mut self.pieces)?;
+        let moments = (0..np).map(|i| self.pieces.moments(i)).collect();
         let edges = self
             .dev
             .border()?
@@ -416,51 +417,34 @@ impl CudaAnalyzer {
             ));
         }
         let np = self.dev.count()?;
-        let p = self.dev.pieces(np, true)?;
-        let moments = |i: usize| p.moments(i);
-        let sums = std::mem::take(&mut self.sums);
-        let table = if boundary != Boundary::Open {
+        self.dev.pieces_into(np, &mut self.pieces)?;
+        let joined = if boundary != Boundary::Open {
             let b = self.dev.border()?;
             let at = |s: (usize, usize)| b[BORDER_WORDS * edge_index((h, w), s)];
             self.joined
                 .join_edges((h, w), np, connectivity, boundary, at);
-            let count = self.joined.count;
-            let mut builder = Builder::new(
-                (h, w),
-                connectivity,
-                boundary,
-                false,
-                Measures::Shape,
-                count,
-                sums,
-            );
-            for c in 1..=count {
-                builder.set_wraps(c as u32, self.joined.wraps[c]);
-            }
-            for i in 0..np {
-                builder.add_piece(
-                    self.joined.map[i + 1],
-                    &moments(i),
-                    self.joined.shift[i + 1],
-                );
-            }
-            builder.finish(true, None, &mut self.sums)
+            Some(&self.joined)
         } else {
             self.joined.map.clear();
-            let mut builder = Builder::new(
-                (h, w),
-                connectivity,
-                boundary,
-                false,
-                Measures::Shape,
-                np,
-                sums,
-            );
-            for i in 0..np {
-                builder.add_piece(i as u32 + 1, &moments(i), [0, 0]);
-            }
-            builder.finish(true, None, &mut self.sums)
+            None
         };
+        let table = compose(
+            (h, w),
+            connectivity,
+            boundary,
+            false,
+            np,
+            &self.pieces,
+            joined,
+            true,
+        );
         Ok(table)
+    }
+}
+
+/// Piece `p`'s moments are at index `p − 1` of the downloaded arrays.
+impl Pieces for PieceArrays {
+    fn moments(&self, p: usize) -> Moments {
+        PieceArrays::moments(self, p - 1)
     }
 }
