@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs ON the GPU machine with .device-bin/ carried: `clusterlab label` of a 16384² lattice as a
 # user runs it, in new processes, --backend cpu / auto / cuda (twice: the second run's kernels
-# come from the on-disk cache), with --timings. Logs to $OUT/cli-timings.log.
+# come from the on-disk cache), with --timings, each round beside the bare cost of reading the
+# lattice and writing a label image with numpy (scripts/bare-read-write.py), ROUNDS times
+# (default 3). Logs to $OUT/cli-timings.log.
 set -uo pipefail
 OUT=${OUT:-/tmp/device-out}
 mkdir -p "$OUT"
@@ -13,11 +15,15 @@ n=${CLI_SIZE:-16384}
 python3 -c "import numpy as np; r=np.random.default_rng(1); np.save('/tmp/in.npy', (r.random(($n,$n), dtype=np.float32) < 0.592746).astype(np.uint8))"
 {
     nvidia-smi -L
-    for boundary in open periodic; do
-        for b in cpu auto cuda cuda; do
-            echo "== label ${n}² --boundary $boundary --backend $b"
-            /usr/bin/time -f "wall %e s, max RSS %M KiB" .device-bin/clusterlab label /tmp/in.npy \
-                -o /tmp/labels.npy --boundary $boundary --backend $b --timings -q
+    for round in $(seq 1 "${ROUNDS:-3}"); do
+        for boundary in open periodic; do
+            echo "== round $round: bare numpy read + write"
+            /usr/bin/time -f "wall %e s, max RSS %M KiB" python3 scripts/bare-read-write.py /tmp/in.npy /tmp/labels.npy
+            for b in cpu auto cuda cuda; do
+                echo "== round $round: label ${n}² --boundary $boundary --backend $b"
+                /usr/bin/time -f "wall %e s, max RSS %M KiB" .device-bin/clusterlab label /tmp/in.npy \
+                    -o /tmp/labels.npy --boundary $boundary --backend $b --timings -q
+            done
         done
     done
 } 2>&1 | tee "$OUT/cli-timings.log"

@@ -309,3 +309,43 @@ proptest! {
         prop_assert!(typed(&r), "{:?}", r.err());
     }
 }
+
+/// `.npy` lattices of every native type read back as written (u8, u16 and u32 are read in
+/// parallel chunks, here over several 4 MiB chunks); a big-endian file and one with bytes after
+/// its data take the general reader, which converts the first and refuses the second.
+#[test]
+fn npy_lattices_read_back_in_every_type() {
+    use ndarray_npy::write_npy;
+    let dir = tempfile::tempdir().unwrap();
+    let (h, w) = (1500, 1700);
+    let make = |m: u64| Array2::from_shape_fn((h, w), |(y, x)| (y * 31 + x * 7) as u64 % m);
+    let p = dir.path().join("a.npy");
+    write_npy(&p, &make(256).mapv(|v| v as u8)).unwrap();
+    assert_eq!(
+        read_lattice(&p, None).unwrap(),
+        Lattice::U8(make(256).mapv(|v| v as u8))
+    );
+    write_npy(&p, &make(60000).mapv(|v| v as u16)).unwrap();
+    assert_eq!(
+        read_lattice(&p, None).unwrap(),
+        Lattice::U16(make(60000).mapv(|v| v as u16))
+    );
+    write_npy(&p, &make(1 << 31).mapv(|v| v as u32 + 70000)).unwrap();
+    assert_eq!(
+        read_lattice(&p, None).unwrap(),
+        Lattice::U32(make(1 << 31).mapv(|v| v as u32 + 70000))
+    );
+    // Big-endian uint16, 2 × 3.
+    let mut bytes = npy_header(">u2", "(2, 3)");
+    for v in [1u16, 2, 300, 0, 5, 6] {
+        bytes.extend_from_slice(&v.to_be_bytes());
+    }
+    assert_eq!(
+        read_bytes(dir.path(), "npy", &bytes).unwrap(),
+        Lattice::U16(ndarray::array![[1, 2, 300], [0, 5, 6]])
+    );
+    // A byte after the data.
+    let mut bytes = npy_header("|u1", "(2, 3)");
+    bytes.extend_from_slice(&[1, 0, 1, 0, 1, 0, 9]);
+    assert!(read_bytes(dir.path(), "npy", &bytes).is_err());
+}

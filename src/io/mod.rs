@@ -45,7 +45,7 @@ pub use columns::{
     columns_to_csv, write_column_groups, write_columns, SummaryColumn, SummaryValues,
 };
 pub use frames::{array_shape, FrameReader, FrameSelection, LabelLayout, LabelSink};
-pub use npy_output::{NpyLabels, NpyOutput};
+pub use npy_output::NpyOutput;
 
 use crate::core::labels::LabelArray;
 use crate::{Boundary, Connectivity, Error, LabelValue, Labels, Result};

@@ -1,4 +1,4 @@
-//! A `.npy` label image filled in place: [`NpyOutput`], read back as [`NpyLabels`].
+//! A `.npy` label image filled in place: [`NpyOutput`].
 //!
 //! Labeling into memory and then writing the image copies every label twice more: into a fresh
 //! image (each page faulted in on first touch) and from it into the page cache. Where the
@@ -12,7 +12,7 @@
 use super::atomic::{io_error, PendingFile};
 use crate::core::labels::sizes_of;
 use crate::{Error, LabelValue, Result};
-use memmap2::{Mmap, MmapMut};
+use memmap2::MmapMut;
 use ndarray::{Array2, ArrayView2, ArrayViewMut2};
 use ndarray_npy::{write_zeroed_npy, ViewMutNpyExt};
 use std::path::Path;
@@ -33,27 +33,22 @@ use std::path::Path;
 /// let mut labeler = Labeler::new(Connectivity::Four, Boundary::Open);
 /// let mut out = NpyOutput::<u32>::create(&path, lattice.dim())?;
 /// let count = labeler.label_into(lattice.view(), out.view_mut())?;
-/// let labels = out.finish(count)?;
-/// assert_eq!(labels.view(), array![[1u32, 0, 2], [1, 0, 2]]);
-/// assert_eq!(labels.sizes(), vec![2, 2, 2]);
+/// assert_eq!(out.view(), array![[1u32, 0, 2], [1, 0, 2]]);
+/// assert_eq!(out.sizes(count)?, vec![2, 2, 2]);
+/// out.finish()?;
+/// let back: ndarray::Array2<u32> = ndarray_npy::read_npy(&path)?;
+/// assert_eq!(back, array![[1u32, 0, 2], [1, 0, 2]]);
 /// # Ok::<(), Box<dyn std::error::Error>>(())
 /// ```
 pub struct NpyOutput<L: LabelValue = u32> {
     pending: PendingFile,
-    image: Image<L, MmapMut>,
-}
-
-/// The labels of a finished [`NpyOutput`]: the file's mapping (or the image it was written
-/// from), so the labels can be read without reading the file back.
-pub struct NpyLabels<L: LabelValue = u32> {
-    image: Image<L, Mmap>,
-    count: usize,
+    image: Image<L>,
 }
 
 /// Where the labels are: a mapping of the file, with the data's byte offset, or memory.
-enum Image<L, M> {
+enum Image<L> {
     Mapped {
-        map: M,
+        map: MmapMut,
         offset: usize,
         shape: (usize, usize),
     },
@@ -139,62 +134,53 @@ impl<L: LabelValue> NpyOutput<L> {
         }
     }
 
-    /// Writes the file to disk (the in-memory image, or the mapping's pages) and renames it to
-    /// its destination; `count` is the number of clusters [`Labeler::label_into`] returned.
-    ///
-    /// # Errors
-    /// [`Error::Io`] when writing, flushing or renaming fails (the destination is left as it
-    /// was, and the temporary removed).
-    pub fn finish(self, count: usize) -> Result<NpyLabels<L>> {
-        let NpyOutput { pending, image } = self;
-        let image = match image {
-            Image::Memory(a) => {
-                super::npy::write_array(pending.path(), &a)?;
-                Image::Memory(a)
-            }
-            Image::Mapped { map, offset, shape } => Image::Mapped {
-                map: map
-                    .make_read_only()
-                    .map_err(|e| io_error(pending.path(), e))?,
-                offset,
-                shape,
-            },
-        };
-        pending.commit()?;
-        Ok(NpyLabels { image, count })
-    }
-}
-
-impl<L: LabelValue> NpyLabels<L> {
-    /// The number of clusters.
-    pub fn count(&self) -> usize {
-        self.count
-    }
-
-    /// The label image, `[y, x]`.
+    /// The labels written so far, `[y, x]` (read them here, before [`NpyOutput::finish`]:
+    /// the pages are in memory now).
     pub fn view(&self) -> ArrayView2<'_, L> {
         match &self.image {
             Image::Mapped { map, offset, shape } => {
-                // SAFETY: as in `NpyOutput::view_mut`; the mapping is now read-only and shared.
+                // SAFETY: as in `view_mut`, shared.
                 unsafe { ArrayView2::from_shape_ptr(*shape, map.as_ptr().add(*offset).cast::<L>()) }
             }
             Image::Memory(a) => a.view(),
         }
     }
 
-    /// Sites per label: element 0 counts the empty sites, element `i` the sites of cluster `i`.
-    pub fn sizes(&self) -> Vec<u64> {
-        sizes_of(self.view(), self.count)
+    /// Sites per label of the labels written, numbered `0..=count` (element 0 counts the empty
+    /// sites), as [`Labels::sizes`](crate::Labels::sizes) gives them.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when a label exceeds `count`.
+    pub fn sizes(&self, count: usize) -> Result<Vec<u64>> {
+        let view = self.view();
+        if view.iter().any(|&l| l.into() > count as u64) {
+            return Err(Error::InvalidArgument(format!(
+                "the label image holds a label above the cluster count {count}"
+            )));
+        }
+        Ok(sizes_of(view, count))
+    }
+
+    /// Writes the file to disk (the in-memory image, or the mapping's pages) and renames it to
+    /// its destination. The mapping is dropped first: writing back pages that are still mapped
+    /// costs the kernel a page-table walk per page.
+    ///
+    /// # Errors
+    /// [`Error::Io`] when writing, flushing or renaming fails (the destination is left as it
+    /// was, and the temporary removed).
+    pub fn finish(self) -> Result<()> {
+        let NpyOutput { pending, image } = self;
+        if let Image::Memory(a) = &image {
+            super::npy::write_array(pending.path(), a)?;
+        }
+        drop(image);
+        pending.commit()
     }
 }
 
 /// Maps the temporary for writing once its `bytes` of data are reserved on disk; `None` where
 /// this system or filesystem cannot reserve them (the labels then go through memory).
-fn map_file<L>(
-    pending: &PendingFile,
-    path: &Path,
-    bytes: usize,
-) -> Result<Option<Image<L, MmapMut>>> {
+fn map_file<L>(pending: &PendingFile, path: &Path, bytes: usize) -> Result<Option<Image<L>>> {
     if bytes == 0 || !reserve(pending, path, bytes)? {
         return Ok(None);
     }
