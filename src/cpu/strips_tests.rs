@@ -89,3 +89,121 @@ fn the_most_runs_a_shape_can_have() {
     assert!(max_runs(70_000, 70_000, true) > <u32 as Index>::MAX_NODES);
     assert_eq!(max_runs(usize::MAX, 4, true), usize::MAX);
 }
+
+/// Runs the labeler into `u32` labels with the BFS oracle's labels beside it.
+fn against_oracle<R: JoinRule>(rule: &R, c: Connectivity, b: Boundary, strips: usize, what: &str) {
+    let (h, w) = rule.dim();
+    let mut want = Array2::<u32>::zeros((h, w));
+    let n = crate::cpu::bfs::label(rule, c, b, &mut Default::default(), want.view_mut());
+    let want = (n, want.mapv(u64::from));
+    // Both scans, whichever `copies_pay` picks for the shape, and the wide indices and labels.
+    for copy in [false, true] {
+        let got = run_with::<_, u32, u32>(rule, c, b, strips, Some(copy));
+        assert_eq!(
+            got.0, want.0,
+            "{what} {h}×{w} {c} {b} {strips} strips {copy}: count"
+        );
+        assert!(
+            got == want,
+            "{what} {h}×{w} {c} {b} {strips} strips, copy {copy}: labels"
+        );
+        assert!(
+            run_with::<_, u64, u64>(rule, c, b, strips, Some(copy)) == want,
+            "{what} {copy} wide"
+        );
+        assert!(
+            run_with::<_, u32, u64>(rule, c, b, strips, Some(copy)) == want,
+            "{what} {copy} wide labels"
+        );
+    }
+}
+
+/// [`run`] with the scan forced (`Some(copy)`) or judged (`None`).
+fn run_with<R: JoinRule, I: Index, L: Index>(
+    rule: &R,
+    c: Connectivity,
+    b: Boundary,
+    strips: usize,
+    copy: Option<bool>,
+) -> (usize, Array2<u64>) {
+    let (h, w) = rule.dim();
+    let mut scratch = Scratch::<I>::default();
+    let mut out = Array2::<L>::default((h, w));
+    let n = label_with(rule, c, b, strips, copy, &mut scratch, out.view_mut());
+    (n, out.mapv(|l| l.usize() as u64))
+}
+
+/// The scan is judged on the lattice: node copying for a spiral and vertical stripes, a node
+/// per run for random lattices.
+#[test]
+fn copying_is_chosen_where_runs_repeat() {
+    use crate::generate::{percolation, spiral};
+    let judge = |a: Array2<u8>| {
+        let (h, w) = a.dim();
+        let rule = Occupancy { lattice: a.view() };
+        copies_pay(&rule, h, w, &mut RowTemps::<u32>::default())
+    };
+    assert!(judge(spiral(256, 256)));
+    assert!(judge(Array2::from_shape_fn((100, 300), |(_, x)| u8::from(
+        x % 2 == 0
+    ))));
+    for p in [0.3, 0.41, 0.59, 0.8] {
+        assert!(!judge(percolation(256, 256, p, 1, 7)), "{p}");
+    }
+    assert!(!judge(Array2::zeros((1, 10))));
+    assert!(!judge(Array2::zeros((0, 0))));
+}
+
+/// The shapes the node-copying scan and the repeated-word write take their shortcuts on
+/// (spirals: single-site runs under single-site runs; vertical stripes and granular blocks:
+/// rows that repeat the row above; a lattice dense enough that nearly every run copies a node),
+/// and random ones beside them, against the BFS oracle: both connectivities, all boundaries,
+/// widths around the word, one to many strips, occupancy and segments.
+#[test]
+fn copied_nodes_and_repeated_words_match_the_oracle() {
+    use crate::generate::{percolation, spiral};
+    let mut seed = 0x5851_f42d_4c95_7f2du64;
+    let mut shapes: Vec<(String, Array2<u32>)> = Vec::new();
+    for &(h, w) in &[
+        (1, 64),
+        (2, 63),
+        (37, 63),
+        (64, 64),
+        (65, 65),
+        (50, 127),
+        (70, 128),
+        (33, 129),
+        (130, 200),
+    ] {
+        shapes.push(("spiral".into(), spiral(h, w).mapv(u32::from)));
+        shapes.push((
+            "stripes".into(),
+            Array2::from_shape_fn((h, w), |(y, x)| u32::from(x % 3 != 1 || y % 17 == 5)),
+        ));
+        for g in [2, 5, 16] {
+            let p = percolation(h, w, 0.5, g, seed as u32).mapv(u32::from);
+            shapes.push((format!("granular {g}"), p));
+        }
+        for p in [0.2, 0.45, 0.6, 0.8, 0.97] {
+            shapes.push((format!("p={p}"), lattice(h, w, p, 1, &mut seed)));
+        }
+        shapes.push(("p=0.8 3 values".into(), lattice(h, w, 0.8, 3, &mut seed)));
+    }
+    for (what, a) in &shapes {
+        for c in [Connectivity::Four, Connectivity::Eight] {
+            for b in [
+                Boundary::Open,
+                Boundary::Periodic,
+                Boundary::PeriodicX,
+                Boundary::PeriodicY,
+            ] {
+                for strips in [1, 2, 3, 8] {
+                    let occ = Occupancy { lattice: a.view() };
+                    against_oracle(&occ, c, b, strips, what);
+                    let seg = Segments { lattice: a.view() };
+                    against_oracle(&seg, c, b, strips, &format!("{what} segments"));
+                }
+            }
+        }
+    }
+}

@@ -29,10 +29,50 @@ pub(crate) trait Index:
     fn store(a: &Self::Atomic, v: Self);
     /// `&mut [Atomic]` as plain values: exclusive access makes plain writes fine.
     fn plain(a: &mut [Self::Atomic]) -> &mut [Self];
+    /// `out[j] = v` where bit `j` of `bits` is set, 0 elsewhere (`out` at most 64 long): eight
+    /// sites at a time through a table of byte masks, which the compiler turns into vector
+    /// ands.
+    fn masked_fill(out: &mut [Self], bits: u64, v: Self);
 }
 
+/// `BYTE_MASKS[b][j]`: all ones where bit `j` of `b` is set.
+const fn byte_masks<const ONES: u64>() -> [[u64; 8]; 256] {
+    let mut t = [[0u64; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut j = 0;
+        while j < 8 {
+            if (b >> j) & 1 != 0 {
+                t[b][j] = ONES;
+            }
+            j += 1;
+        }
+        b += 1;
+    }
+    t
+}
+
+/// `u32` masks, as the table's `u32` view would be (one table per width keeps the loop simple).
+const fn byte_masks32() -> [[u32; 8]; 256] {
+    let wide = byte_masks::<{ u32::MAX as u64 }>();
+    let mut t = [[0u32; 8]; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut j = 0;
+        while j < 8 {
+            t[b][j] = wide[b][j] as u32;
+            j += 1;
+        }
+        b += 1;
+    }
+    t
+}
+
+static BYTE_MASKS_U32: [[u32; 8]; 256] = byte_masks32();
+static BYTE_MASKS_U64: [[u64; 8]; 256] = byte_masks::<{ u64::MAX }>();
+
 macro_rules! index {
-    ($t:ty, $atomic:ty) => {
+    ($t:ty, $atomic:ty, $masks:ident) => {
         impl Index for $t {
             type Atomic = $atomic;
             const MAX_NODES: usize = (<$t>::MAX - 1) as usize;
@@ -66,11 +106,27 @@ macro_rules! index {
                 // borrow is exclusive.
                 unsafe { std::slice::from_raw_parts_mut(a.as_mut_ptr().cast::<$t>(), a.len()) }
             }
+            #[inline]
+            fn masked_fill(out: &mut [Self], bits: u64, v: Self) {
+                let mut chunks = out.chunks_exact_mut(8);
+                let mut b = bits;
+                for c in &mut chunks {
+                    let m = &$masks[(b & 0xff) as usize];
+                    for (d, &m) in c.iter_mut().zip(m) {
+                        *d = v & m;
+                    }
+                    b >>= 8;
+                }
+                let m = &$masks[(b & 0xff) as usize];
+                for (d, &m) in chunks.into_remainder().iter_mut().zip(m) {
+                    *d = v & m;
+                }
+            }
         }
     };
 }
-index!(u32, AtomicU32);
-index!(u64, AtomicU64);
+index!(u32, AtomicU32, BYTE_MASKS_U32);
+index!(u64, AtomicU64, BYTE_MASKS_U64);
 
 /// The root of `x`, halving the path on the way (each visited node skips to its grandparent).
 #[inline]
