@@ -19,6 +19,9 @@ python3 -c "import numpy as np; r=np.random.default_rng(1); np.save('/tmp/in.npy
         for boundary in open periodic; do
             echo "== round $round: bare numpy read + write"
             /usr/bin/time -f "wall %e s, max RSS %M KiB" python3 scripts/bare-read-write.py /tmp/in.npy /tmp/labels.npy
+            echo "== round $round: label ${n}² --boundary $boundary --backend cpu, no output (summary only)"
+            /usr/bin/time -f "wall %e s, max RSS %M KiB" .device-bin/clusterlab label /tmp/in.npy \
+                --boundary $boundary --backend cpu --timings -q
             for b in cpu auto cuda cuda; do
                 echo "== round $round: label ${n}² --boundary $boundary --backend $b"
                 /usr/bin/time -f "wall %e s, max RSS %M KiB" .device-bin/clusterlab label /tmp/in.npy \

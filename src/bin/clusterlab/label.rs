@@ -373,7 +373,9 @@ fn label_into_npy<L: LabelValue>(
     let count = lattice.label_into_with(labeler, file.view_mut())?;
     let elapsed = start.elapsed();
     clock.lap("label");
-    // The summary's sizes are read while the pages are mapped, before they are written back.
+    // The disk write starts now and the summary's sizes are counted meanwhile, from the pages
+    // still mapped.
+    file.start_flush()?;
     let sizes = file.sizes(count)?;
     clock.lap("summary");
     stage.set(format!("writing {}", out.display()));
