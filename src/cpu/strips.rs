@@ -287,6 +287,8 @@ fn label_strip<R: JoinRule, I: Index>(
     for r in 0..rows {
         let y = s.y0 + r;
         let base = total;
+        // The row's runs given a node by a join (copy mode).
+        let mut copied = 0usize;
         {
             let occ = &mut s.occ[r * nw..(r + 1) * nw];
             rule.row_bits(y, occ, &mut s.temps.left_c);
@@ -331,6 +333,7 @@ fn label_strip<R: JoinRule, I: Index>(
                     let (a, b) = (a.usize(), b.usize());
                     if n > 0 {
                         lab.copy_within(b..b + n, a);
+                        copied += n;
                         return;
                     }
                     // The run's first join copies (no branch on it: near p_c it is a coin
@@ -338,6 +341,7 @@ fn label_strip<R: JoinRule, I: Index>(
                     let (la, lb) = (lab[a], lab[b]);
                     let first = la == unset();
                     lab[a] = if first { lb } else { la };
+                    copied += usize::from(first);
                     if !first && la != lb {
                         union(parent, la, lb);
                     }
@@ -358,7 +362,7 @@ fn label_strip<R: JoinRule, I: Index>(
                 *f = o != 0 && o == prev.occ[i] && temps.up[i] == o;
             }
         }
-        if copy {
+        if copy && copied < total - base {
             // The runs that touch nothing above: new nodes, left to right (their own roots).
             let parent = &mut s.parent;
             let (first, mut next) = (parent.len(), parent.len());
