@@ -160,39 +160,46 @@ impl<L: LabelValue> Labels<L> {
     }
     /// Sites per label: element 0 counts the empty sites, element `i` the sites of cluster `i`.
     pub fn sizes(&self) -> Vec<u64> {
-        sizes_of(self.array.view(), self.count)
+        // Every label of a `Labels` is at most its count (the labelers' contract).
+        sizes_of(self.array.view(), self.count).unwrap_or_default()
     }
 }
 
-/// Sites per label of an image labeled `0..=count`.
+/// Sites per label of an image labeled `0..=count`; `None` when a label exceeds `count`.
 ///
 /// Large images are counted in parallel: each task keeps a small direct-mapped cache of
 /// (label, sites) and adds an entry to the shared atomic counter only when it is evicted, so the
 /// giant cluster's counter is not fought over site by site, and a small cluster (its sites close
 /// together in raster order) costs about one atomic addition. One pass, no per-thread histogram.
-pub(crate) fn sizes_of<L: LabelValue>(image: ArrayView2<'_, L>, count: usize) -> Vec<u64> {
+pub(crate) fn sizes_of<L: LabelValue>(image: ArrayView2<'_, L>, count: usize) -> Option<Vec<u64>> {
     use rayon::prelude::*;
-    use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
+    use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
     const PARALLEL_FROM: usize = 1 << 20;
     const CHUNK: usize = 1 << 20;
     const SLOTS: usize = 1024;
+    let max = count as u64;
     let flat = image
         .as_slice()
         .filter(|_| image.len() >= PARALLEL_FROM && rayon::current_num_threads() > 1);
     let Some(flat) = flat else {
         let mut sizes = vec![0u64; count + 1];
         for &l in image.iter() {
-            sizes[l.into() as usize] += 1;
+            *sizes.get_mut(l.into() as usize)? += 1;
         }
-        return sizes;
+        return Some(sizes);
     };
     let shared: Vec<AtomicU64> = (0..=count).map(|_| AtomicU64::new(0)).collect();
+    let bad = AtomicBool::new(false);
     flat.par_chunks(CHUNK).for_each(|chunk| {
         // Slot `l % SLOTS` holds label `keys[slot]` with `counts[slot]` sites not yet added.
         let mut keys = [u64::MAX; SLOTS];
         let mut counts = [0u64; SLOTS];
         for &l in chunk {
             let l: u64 = l.into();
+            if l > max {
+                bad.store(true, Relaxed);
+                continue;
+            }
             let slot = l as usize % SLOTS;
             if keys[slot] != l {
                 if counts[slot] > 0 {
@@ -209,5 +216,8 @@ pub(crate) fn sizes_of<L: LabelValue>(image: ArrayView2<'_, L>, count: usize) ->
             }
         }
     });
-    shared.into_iter().map(AtomicU64::into_inner).collect()
+    if bad.into_inner() {
+        return None;
+    }
+    Some(shared.into_iter().map(AtomicU64::into_inner).collect())
 }

@@ -146,49 +146,17 @@ impl<L: LabelValue> NpyOutput<L> {
         }
     }
 
-    /// Starts writing the labels to disk in the background (Linux `sync_file_range`), so that
-    /// the flush overlaps what the caller does next (reading the labels, say);
-    /// [`NpyOutput::finish`] waits for it. Does nothing for labels in memory or elsewhere.
-    ///
-    /// # Errors
-    /// [`Error::Io`] when the system refuses to start the write.
-    pub fn start_flush(&self) -> Result<()> {
-        #[cfg(target_os = "linux")]
-        if let Image::Mapped { .. } = self.image {
-            use std::os::unix::io::AsRawFd;
-            // SAFETY: a plain system call on an open descriptor; offset 0 and length 0 mean the
-            // whole file.
-            let rc = unsafe {
-                libc::sync_file_range(
-                    self.pending.file().as_raw_fd(),
-                    0,
-                    0,
-                    libc::SYNC_FILE_RANGE_WRITE,
-                )
-            };
-            if rc != 0 {
-                return Err(Error::Io {
-                    path: self.pending.path().to_owned(),
-                    source: std::io::Error::last_os_error(),
-                });
-            }
-        }
-        Ok(())
-    }
-
     /// Sites per label of the labels written, numbered `0..=count` (element 0 counts the empty
     /// sites), as [`Labels::sizes`](crate::Labels::sizes) gives them.
     ///
     /// # Errors
     /// [`Error::InvalidArgument`] when a label exceeds `count`.
     pub fn sizes(&self, count: usize) -> Result<Vec<u64>> {
-        let view = self.view();
-        if view.iter().any(|&l| l.into() > count as u64) {
-            return Err(Error::InvalidArgument(format!(
+        sizes_of(self.view(), count).ok_or_else(|| {
+            Error::InvalidArgument(format!(
                 "the label image holds a label above the cluster count {count}"
-            )));
-        }
-        Ok(sizes_of(view, count))
+            ))
+        })
     }
 
     /// Writes the file to disk (the in-memory image, or the mapping's pages) and renames it to

@@ -373,9 +373,9 @@ fn label_into_npy<L: LabelValue>(
     let count = lattice.label_into_with(labeler, file.view_mut())?;
     let elapsed = start.elapsed();
     clock.lap("label");
-    // The disk write starts now and the summary's sizes are counted meanwhile, from the pages
-    // still mapped.
-    file.start_flush()?;
+    // The summary's sizes are counted from the pages while they are mapped and not yet being
+    // written back: writeback write-protects mapped pages one by one, which stalls the readers
+    // (a background flush started here made the CLI slower on the H100 machine, 2026-11-27).
     let sizes = file.sizes(count)?;
     clock.lap("summary");
     stage.set(format!("writing {}", out.display()));
