@@ -12,8 +12,9 @@ BENCHMARKS.md marks each generated table with a pair of comments,
 
 where KIND says which bench wrote the JSON at PATH (relative to the repository root):
 `gpu` (benches/gpu_vs_peers.rs, bench-out/gpu.json; the tables of scripts/gpu-table.py),
-`cpu` (benches/cpu_vs_peers.rs, bench-out/cpu.json) or `analysis`
-(benches/analysis_vs_peers.rs, bench-out/analysis.json). Everything between the comments is
+`cpu` (benches/cpu_vs_peers.rs, bench-out/cpu.json), `analysis`
+(benches/analysis_vs_peers.rs, bench-out/analysis.json) or `cli` (the text log of
+scripts/device-cli-timings.sh; the table of scripts/cli-table.py). Everything between the comments is
 replaced; the text around them is kept. To publish a new run, copy its JSON next to the others
 (e.g. paper/) and point a marker at it.
 """
@@ -81,7 +82,18 @@ def analysis(path):
     return "\n".join(lines) + "\n"
 
 
-KINDS = {"gpu": gpu, "cpu": cpu, "analysis": analysis}
+def cli(path):
+    """The table of scripts/cli-table.py, from a log of scripts/device-cli-timings.sh."""
+    spec = importlib.util.spec_from_file_location("cli_table", ROOT / "scripts/cli-table.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        module.table(path)
+    return out.getvalue()
+
+
+KINDS = {"gpu": gpu, "cpu": cpu, "analysis": analysis, "cli": cli}
 
 
 def render(text):

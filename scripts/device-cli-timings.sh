@@ -29,4 +29,11 @@ python3 -c "import numpy as np; r=np.random.default_rng(1); np.save('/tmp/in.npy
             done
         done
     done
+    # The outputs themselves: every backend writes the same file.
+    for b in cpu auto cuda; do
+        .device-bin/clusterlab label /tmp/in.npy -o /tmp/labels-$b.npy --backend $b -q
+    done
+    python3 -c "import numpy as np; a = [np.load(f'/tmp/labels-{b}.npy') for b in ('cpu', 'auto', 'cuda')]; \
+print('outputs equal (cpu, auto, cuda):', all(np.array_equal(a[0], x) for x in a[1:]), a[0].dtype, a[0].max())"
+    rm -f /tmp/labels-*.npy
 } 2>&1 | tee "$OUT/cli-timings.log"
