@@ -201,7 +201,8 @@ fn merge_rows<R: JoinRule, I: Index>(
     let t_ = &*t;
     for i in 0..nw {
         let mut m = t_.up[i] & !(t_.a[i] & t_.left_c[i] & t_.left_p[i]);
-        if fresh && m != 0 && m == cur.starts[i] && m == prev.starts[i] {
+        // (Worth a call for a word of many short runs only.)
+        if fresh && m.count_ones() >= 8 && m == cur.starts[i] && m == prev.starts[i] {
             let n = m.count_ones() as usize;
             join(cur.base + t_.cum_c[i], prev.base + t_.cum_p[i], n);
             continue;
@@ -830,7 +831,10 @@ fn write_runs<I: Index, L: Index>(
         let (o, st) = (row.occ[i], row.starts[i]);
         let x0 = i * WORD;
         let out = &mut dst[x0..(x0 + WORD).min(w)];
-        if let Some((prev, same)) = above {
+        let mut pieces = st | (o & !(o << 1));
+        let few = pieces.count_ones() <= 4;
+        // (A few fills are cheaper than reading the row above.)
+        if let (Some((prev, same)), false) = (above, few) {
             if same[i] {
                 out.copy_from_slice(&prev[i * WORD..][..out.len()]);
                 k = k.wrapping_add(st.count_ones() as usize);
@@ -842,8 +846,7 @@ fn write_runs<I: Index, L: Index>(
             continue;
         }
         let len = out.len();
-        let mut pieces = st | (o & !(o << 1));
-        if pieces.count_ones() <= 4 {
+        if few {
             if o != u64::MAX {
                 out.fill(L::default());
             }
