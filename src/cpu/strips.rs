@@ -9,6 +9,12 @@
 //! merged, the roots are numbered in raster order in parallel, and a last parallel pass writes each
 //! site's label from its run's number.
 //!
+//! Where most runs repeat the run above them (a spiral's one-site-wide legs, stripes:
+//! `copies_pay`), labeling copies the node of the run above instead of making one per run
+//! (`label_strip` with `copy`), so that millions of single-site runs share a few nodes and the
+//! numbering costs next to nothing; a word of many runs that repeat those above is handed over
+//! in one copy either way, and a label word that repeats the row above is copied from it.
+//!
 //! Bytes moved: the input is read once and the labels written once; the runs' union-find arrays
 //! (a few indices per run) are the only other traffic.
 //!
