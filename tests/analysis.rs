@@ -689,3 +689,30 @@ fn measure_takes_labels_made_elsewhere() {
     let e = measure(gap.view(), Connectivity::Four, Boundary::Open).unwrap_err();
     assert!(e.to_string().contains("without gaps"), "{e}");
 }
+
+/// Tori with more than 2^16 pieces: the parallel numbering of the joined pieces (threads) gives
+/// the table and labels of the serial one (one thread), every boundary and connectivity.
+#[test]
+fn many_pieces_on_a_torus_number_alike_in_parallel() {
+    let lattice = percolation(1700, 1600, 0.5, 1, 17);
+    for conn in [Connectivity::Four, Connectivity::Eight] {
+        for boundary in [Boundary::Periodic, Boundary::PeriodicX, Boundary::PeriodicY] {
+            let run = |p: Parallelism| {
+                Analyzer::new(conn, boundary)
+                    .measures(Measures::Shape)
+                    .parallelism(p)
+                    .analyze_labeled(lattice.view())
+                    .unwrap()
+            };
+            let (t1, l1) = run(Parallelism::Sequential);
+            let (t3, l3) = run(Parallelism::Threads(3));
+            assert!(
+                t1.count() > 1 << 16 || conn == Connectivity::Eight,
+                "{}",
+                t1.count()
+            );
+            assert_eq!(t1, t3, "{conn} {boundary}");
+            assert_eq!(l1.array(), l3.array(), "{conn} {boundary}");
+        }
+    }
+}

@@ -31,12 +31,24 @@ pub(crate) struct Joined {
     pub wraps: Vec<u8>,
     /// The number of clusters.
     pub count: usize,
+    /// Number the pieces with rayon's threads (callers that run in their own pool and may
+    /// allocate; the per-timestep counts join serially and allocate nothing once warm).
+    pub parallel: bool,
     parent: Vec<u32>,
     offset: Vec<[i32; 2]>,
     flags: Vec<u8>,
 }
 
 impl Joined {
+    /// An empty join that numbers its pieces with rayon's threads.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn parallel() -> Joined {
+        Joined {
+            parallel: true,
+            ..Joined::default()
+        }
+    }
+
     fn find(&mut self, x: u32) -> (u32, [i32; 2]) {
         let mut r = x;
         let mut acc = [0i32; 2];
@@ -204,6 +216,10 @@ impl Joined {
         self.shift.resize(npieces + 1, [0, 0]);
         self.wraps.clear();
         self.wraps.push(0);
+        if self.parallel && npieces >= 1 << 16 {
+            self.number_parallel(npieces);
+            return;
+        }
         let mut n = 0u32;
         for p in 1..=npieces as u32 {
             let (r, o) = self.find(p);
@@ -214,6 +230,61 @@ impl Joined {
             } else {
                 self.map[p as usize] = self.map[r as usize];
             }
+            self.shift[p as usize] = o;
+        }
+        self.count = n as usize;
+    }
+
+    /// The numbering of [`Joined::join_with_seams`] in parallel: a root is its set's smallest
+    /// piece, so the roots are numbered by their rank among the roots (counted per chunk, then
+    /// offset), and only the few other pieces (joined across an edge or a seam) need a find.
+    fn number_parallel(&mut self, npieces: usize) {
+        use rayon::prelude::*;
+        const CHUNK: usize = 1 << 16;
+        let parent = &self.parent;
+        let is_root = |p: usize| parent[p] as usize == p;
+        let counts: Vec<u32> = (1..npieces + 1)
+            .into_par_iter()
+            .step_by(CHUNK)
+            .map(|a| {
+                (a..(a + CHUNK).min(npieces + 1))
+                    .filter(|&p| is_root(p))
+                    .count() as u32
+            })
+            .collect();
+        let mut start = Vec::with_capacity(counts.len());
+        let mut n = 0u32;
+        for c in counts {
+            start.push(n);
+            n += c;
+        }
+        self.map[1..]
+            .par_chunks_mut(CHUNK)
+            .zip(start)
+            .enumerate()
+            .for_each(|(k, (map, mut c))| {
+                let base = k * CHUNK + 1;
+                for (i, m) in map.iter_mut().enumerate() {
+                    if is_root(base + i) {
+                        c += 1;
+                        *m = c;
+                    }
+                }
+            });
+        let flags = &self.flags;
+        let roots_flags: Vec<u8> = (1..npieces + 1)
+            .into_par_iter()
+            .filter(|&p| is_root(p))
+            .map(|p| flags[p])
+            .collect();
+        self.wraps.extend(roots_flags);
+        let others: Vec<u32> = (1..npieces as u32 + 1)
+            .into_par_iter()
+            .filter(|&p| !is_root(p as usize))
+            .collect();
+        for p in others {
+            let (r, o) = self.find(p);
+            self.map[p as usize] = self.map[r as usize];
             self.shift[p as usize] = o;
         }
         self.count = n as usize;

@@ -169,6 +169,7 @@ impl CpuAnalysis {
                 let (va, vb) = (lattice[a], lattice[b]);
                 va.is_occupied() && vb.is_occupied() && (!segments || va == vb)
             };
+            self.joined.parallel = g.parallel;
             self.joined.join(
                 self.pieces.view(),
                 npieces,

@@ -110,7 +110,7 @@ impl CudaAnalyzer {
         Ok(CudaAnalyzer {
             dev: DeviceAnalysis::new(device, connectivity, boundary)?,
             pending: None,
-            joined: Joined::default(),
+            joined: Joined::parallel(),
             pieces: PieceArrays::default(),
             staging: Vec::new(),
         })
@@ -130,7 +130,7 @@ impl CudaAnalyzer {
         Ok(CudaAnalyzer {
             dev: DeviceAnalysis::with_gpu(gpu, connectivity, boundary),
             pending: None,
-            joined: Joined::default(),
+            joined: Joined::parallel(),
             pieces: PieceArrays::default(),
             staging: Vec::new(),
         })
