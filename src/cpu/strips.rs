@@ -833,6 +833,9 @@ fn write_runs<I: Index, L: Index>(
     // the row's first run it is -1, never read: the row's first piece starts a run).
     let mut k = usize::MAX;
     let w = dst.len();
+    // Tries of `uniform` left: a miss costs a few lookups, so a row of many clusters (p_c,
+    // 4-connected) stops trying after two misses more than hits.
+    let mut credit = 2i32;
     for i in 0..row.occ.len() {
         let (o, st) = (row.occ[i], row.starts[i]);
         let x0 = i * WORD;
@@ -864,12 +867,21 @@ fn write_runs<I: Index, L: Index>(
                 let end = pieces.trailing_zeros().min(gap.trailing_zeros()) as usize;
                 out[b..end.min(len)].fill(value(k));
             }
-        } else if let Some(v) = (o.count_ones() >= 32)
-            .then(|| uniform(k, o, st, &value))
+        } else if let Some(v) = (credit > 0 && o.count_ones() >= 32)
+            .then(|| {
+                let v = uniform(k, o, st, &value);
+                credit = if v.is_some() {
+                    (credit + 1).min(4)
+                } else {
+                    credit - 1
+                };
+                v
+            })
             .flatten()
         {
             // Fragmented, but dense and all of one cluster (a giant cluster's sites, tried where
-            // at least half the word is occupied): masked stores.
+            // at least half the word is occupied, while such words keep coming in the row):
+            // masked stores.
             L::masked_fill(out, o, v);
             k = k.wrapping_add(st.count_ones() as usize);
         } else {
