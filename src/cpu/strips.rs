@@ -489,7 +489,7 @@ fn label_with<R: JoinRule, I: Index, L: Index>(
     } = scratch;
 
     // Number the roots in raster order.
-    number.resize_with(n + 1, || I::new_atomic(I::default()));
+    crate::core::alloc::grow_zeroed(number, n + 1);
     let count = if nstrips == 1 {
         let nums = I::plain(number);
         nums[0] = I::default();
@@ -614,7 +614,7 @@ fn forest_of<R: JoinRule, X: Default + Send, I: Index>(
     if nstrips == 1 {
         std::mem::swap(parent, &mut strips[0].parent);
     } else {
-        parent.resize(n, I::default());
+        crate::core::alloc::grow_zeroed(parent, n);
         copy_forests(strips, parent);
     }
 

@@ -12,10 +12,18 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering::Relaxed};
 /// lattice whose runs `u32` can number, `u64` beyond. The strip labeler is generic over it, so
 /// that the wide type costs only the lattices that need it.
 pub(crate) trait Index:
-    Copy + Ord + Default + Send + Sync + Add<Output = Self> + Sub<Output = Self> + 'static
+    Copy
+    + Ord
+    + Default
+    + Send
+    + Sync
+    + Add<Output = Self>
+    + Sub<Output = Self>
+    + crate::core::alloc::ZeroBytes
+    + 'static
 {
     /// The atomic of the same width, for the numbering written by several strips at once.
-    type Atomic: Send + Sync;
+    type Atomic: Send + Sync + crate::core::alloc::ZeroBytes;
     /// The largest count of nodes a forest of this type may hold: labels `0..MAX_NODES` and
     /// numbers up to `MAX_NODES` must be representable, with room for the `+ 1` of `number`.
     const MAX_NODES: usize;
@@ -24,7 +32,6 @@ pub(crate) trait Index:
     fn from_usize(n: usize) -> Self;
     fn from_u32(n: u32) -> Self;
     fn usize(self) -> usize;
-    fn new_atomic(v: Self) -> Self::Atomic;
     fn load(a: &Self::Atomic) -> Self;
     fn store(a: &Self::Atomic, v: Self);
     /// `&mut [Atomic]` as plain values: exclusive access makes plain writes fine.
@@ -88,10 +95,6 @@ macro_rules! index {
             #[inline]
             fn usize(self) -> usize {
                 self as usize
-            }
-            #[inline]
-            fn new_atomic(v: Self) -> Self::Atomic {
-                <$atomic>::new(v)
             }
             #[inline]
             fn load(a: &Self::Atomic) -> Self {
