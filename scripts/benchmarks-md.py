@@ -32,15 +32,21 @@ MARKER = re.compile(
     r"(<!-- BEGIN generated: (\w+) (\S+) -->\n)(.*?)(<!-- END generated -->)", re.S)
 
 
-def gpu(path):
-    """The tables of scripts/gpu-table.py (one implementation for both commands)."""
-    spec = importlib.util.spec_from_file_location("gpu_table", ROOT / "scripts/gpu-table.py")
+def printed(script, path):
+    """What `table(path)` of the script `scripts/SCRIPT` prints (one implementation for both
+    commands)."""
+    spec = importlib.util.spec_from_file_location(script.replace("-", "_"), ROOT / "scripts" / script)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
         module.table(path)
     return out.getvalue()
+
+
+def gpu(path):
+    """The tables of scripts/gpu-table.py."""
+    return printed("gpu-table.py", path)
 
 
 def fmt(x, digits=2):
@@ -98,13 +104,7 @@ def analysis(path):
 
 def cli(path):
     """The table of scripts/cli-table.py, from a log of scripts/device-cli-timings.sh."""
-    spec = importlib.util.spec_from_file_location("cli_table", ROOT / "scripts/cli-table.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    out = io.StringIO()
-    with contextlib.redirect_stdout(out):
-        module.table(path)
-    return out.getvalue()
+    return printed("cli-table.py", path)
 
 
 KINDS = {"gpu": gpu, "cpu": cpu, "analysis": analysis, "cli": cli}

@@ -1,0 +1,257 @@
+//! The strip labeler's scan: rows merged by their runs, a strip's local forest, and the choice
+//! between a node per run and node copying.
+
+use super::*;
+
+/// Joins the runs of `cur` to those of `prev` (the row above `cur`, or the wrapping row):
+/// `join(a, b, 0)` unions runs `a` and `b`. With `fresh` (the runs of `cur` not yet joined to
+/// anything: the scan within a strip), a word whose vertical links are exactly the run starts of
+/// both rows is handed over whole as `join(a, b, n)`: the `n` runs from `a` on are joined one to
+/// one to the `n` runs from `b` on, which for fresh runs is a copy of `b`'s parents (what the
+/// unions would write), one word instead of one union per run.
+pub(super) fn merge_rows<R: JoinRule, I: Index>(
+    rule: &R,
+    eight: bool,
+    fresh: bool,
+    cur: Row<'_, I>,
+    prev: Row<'_, I>,
+    t: &mut RowTemps<I>,
+    mut join: impl FnMut(I, I, usize),
+) {
+    let nw = cur.occ.len();
+    t.resize(nw);
+    prefix_counts(cur.starts, &mut t.cum_c);
+    prefix_counts(prev.starts, &mut t.cum_p);
+    for i in 0..nw {
+        t.left_c[i] = cur.occ[i] & !cur.starts[i];
+        t.left_p[i] = prev.occ[i] & !prev.starts[i];
+    }
+    rule.link_bits(cur.y, prev.y, 0, cur.occ, prev.occ, &mut t.up);
+    // A vertical link continues the previous one when both rows' runs continue too: skip it.
+    shl1(&t.up, &mut t.a);
+    let t_ = &*t;
+    for i in 0..nw {
+        let mut m = t_.up[i] & !(t_.a[i] & t_.left_c[i] & t_.left_p[i]);
+        // (Worth a call for a word of many short runs only.)
+        if fresh && m.count_ones() >= 8 && m == cur.starts[i] && m == prev.starts[i] {
+            let n = m.count_ones() as usize;
+            join(cur.base + t_.cum_c[i], prev.base + t_.cum_p[i], n);
+            continue;
+        }
+        while m != 0 {
+            let x = i * WORD + m.trailing_zeros() as usize;
+            join(run_at(&cur, &t_.cum_c, x), run_at(&prev, &t_.cum_p, x), 0);
+            m &= m - 1;
+        }
+    }
+    if !eight {
+        return;
+    }
+    // (y, x)–(yp, x−1) is redundant when (y, x−1) or (yp, x) bridges it through vertical links.
+    rule.link_bits(cur.y, prev.y, -1, cur.occ, prev.occ, &mut t.diag);
+    let t_ = &*t;
+    for_each_bit(
+        nw,
+        |i| t_.diag[i] & !((t_.left_c[i] & t_.a[i]) | (t_.up[i] & t_.left_p[i])),
+        |x| {
+            join(
+                run_at(&cur, &t_.cum_c, x),
+                run_at(&prev, &t_.cum_p, x - 1),
+                0,
+            )
+        },
+    );
+    // (y, x)–(yp, x+1) is redundant when (y, x+1) or (yp, x) bridges it.
+    rule.link_bits(cur.y, prev.y, 1, cur.occ, prev.occ, &mut t.diag);
+    for i in 0..nw {
+        t.b[i] = t.left_c[i] & t.up[i];
+    }
+    shr1(&t.b, &mut t.a);
+    shr1(&t.left_p, &mut t.b);
+    let t_ = &*t;
+    for_each_bit(
+        nw,
+        |i| t_.diag[i] & !(t_.a[i] | (t_.up[i] & t_.b[i])),
+        |x| {
+            join(
+                run_at(&cur, &t_.cum_c, x),
+                run_at(&prev, &t_.cum_p, x + 1),
+                0,
+            )
+        },
+    );
+}
+
+/// "No node yet" in [`Strip::lab`].
+#[inline(always)]
+pub(super) fn unset<I: Index>() -> I {
+    I::from_usize(I::MAX_NODES + 1)
+}
+
+/// Phase 1: masks, runs and the local forest of one strip.
+///
+/// Without `copy`, every run is a node of the forest (`parent` over runs: what the size counts
+/// read). With `copy`, a run joined to the row above takes the node of a run it touches
+/// (`lab`), and only the runs that touch nothing above get a node of their own: a spiral's or
+/// a dense lattice's strip has a few nodes where it has millions of runs, so the numbering and
+/// the concatenation of the forests cost next to nothing. Nodes are made in raster order either
+/// way (each row's after its joins, left to right), so the smallest node of a cluster is that
+/// of its first run, and numbering the roots in order gives the raster numbering.
+pub(super) fn label_strip<R: JoinRule, I: Index>(
+    rule: &R,
+    eight: bool,
+    copy: bool,
+    s: &mut Strip<I>,
+    nw: usize,
+) {
+    let rows = s.rows;
+    s.occ.resize(rows * nw, 0);
+    s.starts.resize(rows * nw, 0);
+    s.row_base.resize(rows, I::default());
+    s.row_runs.resize(rows, I::default());
+    s.same.resize(rows * nw, false);
+    s.same[..nw].fill(false);
+    s.parent.clear();
+    s.lab.clear();
+    s.offset = I::default();
+    s.temps.resize(nw);
+    let mut total = 0usize;
+    for r in 0..rows {
+        let y = s.y0 + r;
+        let base = total;
+        // The row's runs given a node by a join (copy mode).
+        let mut copied = 0usize;
+        {
+            let occ = &mut s.occ[r * nw..(r + 1) * nw];
+            rule.row_bits(y, occ, &mut s.temps.left_c);
+            let starts = &mut s.starts[r * nw..(r + 1) * nw];
+            // A row of `w` sites has at most `w` runs: the row's count is a usize.
+            let mut n = 0usize;
+            for ((st, &o), &l) in starts.iter_mut().zip(occ.iter()).zip(&s.temps.left_c) {
+                *st = o & !l;
+                n += st.count_ones() as usize;
+            }
+            total += n;
+            if copy {
+                s.lab.resize(total, unset());
+            } else {
+                s.parent.extend((base..total).map(I::from_usize));
+            }
+            s.row_base[r] = I::from_usize(base);
+            s.row_runs[r] = I::from_usize(n);
+        }
+        if r > 0 {
+            let Strip {
+                occ,
+                starts,
+                row_base,
+                row_runs,
+                parent,
+                lab,
+                temps,
+                same,
+                y0,
+                ..
+            } = s;
+            let row = |r: usize| Row {
+                y: *y0 + r,
+                occ: &occ[r * nw..(r + 1) * nw],
+                starts: &starts[r * nw..(r + 1) * nw],
+                base: row_base[r],
+                runs: row_runs[r],
+            };
+            if copy {
+                merge_rows(rule, eight, true, row(r), row(r - 1), temps, |a, b, n| {
+                    let (a, b) = (a.usize(), b.usize());
+                    if n > 0 {
+                        lab.copy_within(b..b + n, a);
+                        copied += n;
+                        return;
+                    }
+                    // The run's first join copies (no branch on it: near p_c it is a coin
+                    // toss), a later one joins the two nodes.
+                    let (la, lb) = (lab[a], lab[b]);
+                    let first = la == unset();
+                    lab[a] = if first { lb } else { la };
+                    copied += usize::from(first);
+                    if !first && la != lb {
+                        union(parent, la, lb);
+                    }
+                });
+            } else {
+                merge_rows(rule, eight, true, row(r), row(r - 1), temps, |a, b, n| {
+                    if n == 0 {
+                        union(parent, a, b)
+                    } else {
+                        let b = b.usize();
+                        parent.copy_within(b..b + n, a.usize());
+                    }
+                });
+            }
+            let (cur, prev) = (row(r), row(r - 1));
+            for (i, f) in same[r * nw..(r + 1) * nw].iter_mut().enumerate() {
+                let o = cur.occ[i];
+                *f = o != 0 && o == prev.occ[i] && temps.up[i] == o;
+            }
+        }
+        if copy && copied < total - base {
+            // The runs that touch nothing above: new nodes, left to right (their own roots).
+            let parent = &mut s.parent;
+            let (first, mut next) = (parent.len(), parent.len());
+            for l in &mut s.lab[base..total] {
+                let new = *l == unset();
+                *l = if new { I::from_usize(next) } else { *l };
+                next += usize::from(new);
+            }
+            parent.extend((first..next).map(I::from_usize));
+        }
+    }
+}
+
+/// Whether to label with node copying ([`label_strip`] with `copy`): where most runs repeat the
+/// run above them (same start, joined there) — a spiral's or a maze's one-site-wide legs,
+/// vertical stripes — the runs outnumber the clusters' nodes by far, and numbering the runs
+/// would cost more than the scan. Random lattices are scanned faster with a node per run (the
+/// copy's extra branch per join is a coin toss there). Judged on 16 pairs of rows spread over
+/// the lattice: copy where more than half of their runs start under a run start, joined to it,
+/// in words whose joins are all such.
+pub(super) fn copies_pay<R: JoinRule, I: Index>(
+    rule: &R,
+    h: usize,
+    w: usize,
+    t: &mut RowTemps<I>,
+) -> bool {
+    if h < 2 || w == 0 {
+        return false;
+    }
+    let nw = words(w);
+    t.resize(nw);
+    let (mut runs, mut repeated) = (0usize, 0usize);
+    let pairs = 16.min(h - 1);
+    for j in 0..pairs {
+        let y = 1 + j * (h - 1) / pairs;
+        let RowTemps {
+            left_c,
+            left_p,
+            up,
+            diag: occ_c,
+            a: occ_p,
+            b: tmp,
+            ..
+        } = t;
+        rule.row_bits(y - 1, occ_p, left_p);
+        rule.row_bits(y, occ_c, left_c);
+        rule.link_bits(y, y - 1, 0, occ_c, occ_p, up);
+        shl1(up, tmp);
+        for i in 0..nw {
+            let (sc, sp) = (occ_c[i] & !left_c[i], occ_p[i] & !left_p[i]);
+            let m = up[i] & !(tmp[i] & left_c[i] & left_p[i]);
+            let n = sc.count_ones() as usize;
+            runs += n;
+            if m == sc && m == sp {
+                repeated += n;
+            }
+        }
+    }
+    2 * repeated > runs
+}

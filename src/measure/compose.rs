@@ -1,0 +1,477 @@
+//! Tables composed from pieces (clusters labeled with open boundaries, joined across periodic
+//! edges): the per-cluster sums, the rows computed from them in parallel, and the builders both
+//! backends use ([`compose`], [`Builder`]).
+
+use super::moments::{Moments, Perimeter};
+use super::table::ClusterTable;
+use super::wrapping::{Joined, WRAP_X, WRAP_Y};
+use super::Measures;
+use crate::{Boundary, Connectivity};
+use ndarray::Array1;
+use rayon::prelude::*;
+
+/// Accumulated sums of a cluster in unwrapped coordinates.
+#[derive(Clone, Copy)]
+pub(crate) struct Sums {
+    size: u64,
+    sx: i128,
+    sy: i128,
+    sxx: i128,
+    syy: i128,
+    x_min: i64,
+    x_max: i64,
+    y_min: i64,
+    y_max: i64,
+}
+
+const NO_SUMS: Sums = Sums {
+    size: 0,
+    sx: 0,
+    sy: 0,
+    sxx: 0,
+    syy: 0,
+    x_min: i64::MAX,
+    x_max: i64::MIN,
+    y_min: i64::MAX,
+    y_max: i64::MIN,
+};
+
+impl Sums {
+    /// Adds a piece with moments `m`, shifted by `shift` periods of the `(h, w)` lattice
+    /// (ignored along the axes in `wraps`, [`WRAP_X`] | [`WRAP_Y`]).
+    fn add(&mut self, m: &Moments, shift: [i32; 2], wraps: u8, (h, w): (usize, usize)) {
+        if m.size == 0 {
+            return;
+        }
+        let dx = if wraps & WRAP_X != 0 {
+            0
+        } else {
+            i64::from(shift[0]) * w as i64
+        };
+        let dy = if wraps & WRAP_Y != 0 {
+            0
+        } else {
+            i64::from(shift[1]) * h as i64
+        };
+        if dx == 0 && dy == 0 {
+            self.size += u64::from(m.size);
+            self.sx += m.sx as i128;
+            self.sy += m.sy as i128;
+            self.sxx += m.sxx() as i128;
+            self.syy += m.syy() as i128;
+            self.x_min = self.x_min.min(i64::from(m.x_min));
+            self.x_max = self.x_max.max(i64::from(m.x_max));
+            self.y_min = self.y_min.min(i64::from(m.y_min));
+            self.y_max = self.y_max.max(i64::from(m.y_max));
+            return;
+        }
+        let n = i128::from(m.size);
+        let (sx, sy) = (m.sx as i128, m.sy as i128);
+        let (dxw, dyw) = (dx as i128, dy as i128);
+        self.size += u64::from(m.size);
+        self.sx += sx + n * dxw;
+        self.sy += sy + n * dyw;
+        self.sxx += m.sxx() as i128 + 2 * dxw * sx + n * dxw * dxw;
+        self.syy += m.syy() as i128 + 2 * dyw * sy + n * dyw * dyw;
+        self.x_min = self.x_min.min(i64::from(m.x_min) + dx);
+        self.x_max = self.x_max.max(i64::from(m.x_max) + dx);
+        self.y_min = self.y_min.min(i64::from(m.y_min) + dy);
+        self.y_max = self.y_max.max(i64::from(m.y_max) + dy);
+    }
+
+    /// The cluster's row of the shape columns; `wraps` its wrapping bits.
+    fn row(&self, wraps: u8, g: &Geometry) -> Row {
+        let (mx, vx) = mean_var(self.size, self.sx, self.sxx);
+        let (my, vy) = mean_var(self.size, self.sy, self.syy);
+        Row {
+            size: self.size,
+            bbox: [self.x_min, self.x_max, self.y_min, self.y_max],
+            centre: [mx, my, (vx + vy).sqrt()],
+            flags: [
+                wraps & WRAP_X != 0,
+                wraps & WRAP_Y != 0,
+                g.open_x && self.x_min == 0 && self.x_max == g.w - 1,
+                g.open_y && self.y_min == 0 && self.y_max == g.h - 1,
+            ],
+        }
+    }
+}
+
+/// What a row needs of the lattice: its size and which axes are open.
+struct Geometry {
+    h: i64,
+    w: i64,
+    open_x: bool,
+    open_y: bool,
+}
+
+impl Geometry {
+    fn new((h, w): (usize, usize), boundary: Boundary) -> Geometry {
+        Geometry {
+            h: h as i64,
+            w: w as i64,
+            open_x: !boundary.wraps_x(),
+            open_y: !boundary.wraps_y(),
+        }
+    }
+}
+
+/// One cluster's shape columns.
+struct Row {
+    size: u64,
+    /// `x_min, x_max, y_min, y_max`.
+    bbox: [i64; 4],
+    /// Centroid `x, y` and radius of gyration.
+    centre: [f64; 3],
+    /// `wraps_x, wraps_y, spans_x, spans_y`.
+    flags: [bool; 4],
+}
+
+/// Mutable references to one row of [`ShapeColumns`], in field order.
+type RowRefs<'a> = (
+    &'a mut u64,
+    &'a mut i64,
+    &'a mut i64,
+    &'a mut i64,
+    &'a mut i64,
+    &'a mut f64,
+    &'a mut f64,
+    &'a mut f64,
+    &'a mut bool,
+    &'a mut bool,
+    &'a mut bool,
+    &'a mut bool,
+);
+
+/// The shape columns of a table, filled row by row.
+struct ShapeColumns {
+    size: Vec<u64>,
+    bbox: [Vec<i64>; 4],
+    centre: [Vec<f64>; 3],
+    flags: [Vec<bool>; 4],
+}
+
+impl ShapeColumns {
+    /// `n` rows, row `i` given by `row(i)`, computed in parallel when asked for.
+    fn fill(n: usize, parallel: bool, row: impl Fn(usize) -> Row + Sync) -> ShapeColumns {
+        let mut c = ShapeColumns {
+            size: vec![0; n],
+            bbox: std::array::from_fn(|_| vec![0; n]),
+            centre: std::array::from_fn(|_| vec![0.0; n]),
+            flags: std::array::from_fn(|_| vec![false; n]),
+        };
+        let [x0, x1, y0, y1] = &mut c.bbox;
+        let [cx, cy, r] = &mut c.centre;
+        let [wx, wy, sx, sy] = &mut c.flags;
+        let set = |(i, (n, a, b, d, e, f, g, h, j, k, l, m)): (usize, RowRefs<'_>)| {
+            let v = row(i);
+            *n = v.size;
+            [*a, *b, *d, *e] = v.bbox;
+            [*f, *g, *h] = v.centre;
+            [*j, *k, *l, *m] = v.flags;
+        };
+        if parallel {
+            (
+                &mut c.size[..],
+                &mut x0[..],
+                &mut x1[..],
+                &mut y0[..],
+                &mut y1[..],
+                &mut cx[..],
+                &mut cy[..],
+                &mut r[..],
+                &mut wx[..],
+                &mut wy[..],
+                &mut sx[..],
+                &mut sy[..],
+            )
+                .into_par_iter()
+                .with_min_len(4096)
+                .enumerate()
+                .for_each(set);
+        } else {
+            for i in 0..n {
+                set((
+                    i,
+                    (
+                        &mut c.size[i],
+                        &mut x0[i],
+                        &mut x1[i],
+                        &mut y0[i],
+                        &mut y1[i],
+                        &mut cx[i],
+                        &mut cy[i],
+                        &mut r[i],
+                        &mut wx[i],
+                        &mut wy[i],
+                        &mut sx[i],
+                        &mut sy[i],
+                    ),
+                ));
+            }
+        }
+        c
+    }
+
+    /// Overwrites row `i`.
+    fn set(&mut self, i: usize, v: Row) {
+        self.size[i] = v.size;
+        for (col, x) in self.bbox.iter_mut().zip(v.bbox) {
+            col[i] = x;
+        }
+        for (col, x) in self.centre.iter_mut().zip(v.centre) {
+            col[i] = x;
+        }
+        for (col, x) in self.flags.iter_mut().zip(v.flags) {
+            col[i] = x;
+        }
+    }
+
+    fn into_table(
+        self,
+        shape: (usize, usize),
+        connectivity: Connectivity,
+        boundary: Boundary,
+        segments: bool,
+        measures: Measures,
+    ) -> ClusterTable {
+        let ShapeColumns {
+            size,
+            bbox: [x_min, x_max, y_min, y_max],
+            centre: [centroid_x, centroid_y, gyration_radius],
+            flags: [wraps_x, wraps_y, spans_x, spans_y],
+        } = self;
+        ClusterTable {
+            shape,
+            connectivity,
+            boundary,
+            segments,
+            measures,
+            size: Array1::from_vec(size),
+            x_min: Array1::from_vec(x_min),
+            x_max: Array1::from_vec(x_max),
+            y_min: Array1::from_vec(y_min),
+            y_max: Array1::from_vec(y_max),
+            centroid_x: Array1::from_vec(centroid_x),
+            centroid_y: Array1::from_vec(centroid_y),
+            gyration_radius: Array1::from_vec(gyration_radius),
+            site_perimeter: None,
+            bond_perimeter: None,
+            hull_perimeter: None,
+            filled_area: None,
+            wraps_x: Array1::from_vec(wraps_x),
+            wraps_y: Array1::from_vec(wraps_y),
+            spans_x: Array1::from_vec(spans_x),
+            spans_y: Array1::from_vec(spans_y),
+        }
+    }
+}
+
+/// The pieces a table is composed of (clusters labeled with open boundaries).
+pub(crate) trait Pieces: Sync {
+    /// Piece `p`'s moments, `p` in `1..=npieces`.
+    fn moments(&self, p: usize) -> Moments;
+}
+
+/// Pieces by label: element `p` is piece `p`'s (element 0 unused).
+impl Pieces for [Moments] {
+    fn moments(&self, p: usize) -> Moments {
+        self[p]
+    }
+}
+
+/// The [`Measures::Shape`] table of the clusters that `npieces` pieces form: each piece its own
+/// cluster (`joined` = `None`, open lattices), or joined across periodic edges by `joined`.
+///
+/// A cluster of one piece, nearly every cluster, gets its row straight from the piece's moments
+/// (in parallel, no per-cluster sums), since a cluster is numbered after its smallest piece and
+/// that piece is its union-find root; only the few clusters with pieces on the edges are summed
+/// piece by piece (with their shifts) and their rows rewritten.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn compose<P: Pieces + ?Sized>(
+    shape: (usize, usize),
+    connectivity: Connectivity,
+    boundary: Boundary,
+    segments: bool,
+    npieces: usize,
+    pieces: &P,
+    joined: Option<&Joined>,
+    parallel: bool,
+) -> ClusterTable {
+    let g = Geometry::new(shape, boundary);
+    let one = |p: usize, wraps: u8| {
+        let mut s = NO_SUMS;
+        s.add(&pieces.moments(p), [0, 0], wraps, shape);
+        s.row(wraps, &g)
+    };
+    let Some(j) = joined else {
+        let c = ShapeColumns::fill(npieces, parallel, |i| one(i + 1, 0));
+        return c.into_table(shape, connectivity, boundary, segments, Measures::Shape);
+    };
+    let roots: Vec<u32> = if parallel {
+        (1..npieces as u32 + 1)
+            .into_par_iter()
+            .with_min_len(4096)
+            .filter(|&p| j.is_root(p))
+            .collect()
+    } else {
+        (1..=npieces as u32).filter(|&p| j.is_root(p)).collect()
+    };
+    debug_assert_eq!(roots.len(), j.count);
+    let mut c = ShapeColumns::fill(roots.len(), parallel, |i| {
+        one(roots[i] as usize, j.wraps[i + 1])
+    });
+    // Clusters of several pieces: every piece that is not a root, grouped by cluster.
+    let mut extra: Vec<(u32, u32)> = (1..=npieces as u32)
+        .filter(|&p| !j.is_root(p))
+        .map(|p| (j.map[p as usize], p))
+        .collect();
+    extra.sort_unstable();
+    for group in extra.chunk_by(|a, b| a.0 == b.0) {
+        let cl = group[0].0 as usize;
+        let wraps = j.wraps[cl];
+        let mut s = NO_SUMS;
+        let root = roots[cl - 1] as usize;
+        s.add(&pieces.moments(root), j.shift[root], wraps, shape);
+        for &(_, p) in group {
+            s.add(
+                &pieces.moments(p as usize),
+                j.shift[p as usize],
+                wraps,
+                shape,
+            );
+        }
+        c.set(cl - 1, s.row(wraps, &g));
+    }
+    c.into_table(shape, connectivity, boundary, segments, Measures::Shape)
+}
+
+impl ClusterTable {
+    /// The table with the [`Measures::All`] columns added: per cluster `c`, `perimeter[c]` and
+    /// `filled[c]` (index 0 unused).
+    pub(crate) fn with_full(
+        mut self,
+        perimeter: &[Perimeter],
+        filled: &[u64],
+        parallel: bool,
+    ) -> Self {
+        let column = |f: fn(&Perimeter) -> u64| {
+            Array1::from_vec(if parallel {
+                perimeter[1..].par_iter().map(f).collect()
+            } else {
+                perimeter[1..].iter().map(f).collect()
+            })
+        };
+        self.site_perimeter = Some(column(|p| p.site));
+        self.bond_perimeter = Some(column(|p| p.bond));
+        self.hull_perimeter = Some(column(|p| p.hull));
+        self.filled_area = Some(Array1::from_vec(filled[1..].to_vec()));
+        self.measures = Measures::All;
+        self
+    }
+}
+
+/// `x as f64`, without the 128-bit conversion routine when `x` fits 64 bits.
+#[inline]
+fn to_f64(x: i128) -> f64 {
+    match i64::try_from(x) {
+        Ok(v) => v as f64,
+        Err(_) => x as f64,
+    }
+}
+
+/// Mean and variance of one coordinate from its sums.
+fn mean_var(n: u64, s: i128, ss: i128) -> (f64, f64) {
+    if n == 0 {
+        return (0.0, 0.0);
+    }
+    let nf = n as f64;
+    let mean = to_f64(s) / nf;
+    // n² var = n Σx² − (Σx)², exact in integers when it fits (always, unless the lattice has
+    // billions of sites along one axis).
+    const LIM: i128 = 1 << 62;
+    let exact = if (n as i128) < LIM && s.abs() < LIM && ss < LIM {
+        Some(n as i128 * ss - s * s)
+    } else {
+        (n as i128)
+            .checked_mul(ss)
+            .and_then(|a| s.checked_mul(s).map(|b| a - b))
+    };
+    let var = match exact {
+        Some(d) => to_f64(d) / (nf * nf),
+        None => to_f64(ss) / nf - mean * mean,
+    };
+    (mean, var.max(0.0))
+}
+
+/// Builds a table from per-piece moments.
+pub(crate) struct Builder {
+    shape: (usize, usize),
+    connectivity: Connectivity,
+    boundary: Boundary,
+    segments: bool,
+    measures: Measures,
+    sums: Vec<Sums>,
+    wraps: Vec<u8>,
+}
+
+impl Builder {
+    pub(crate) fn new(
+        shape: (usize, usize),
+        connectivity: Connectivity,
+        boundary: Boundary,
+        segments: bool,
+        measures: Measures,
+        count: usize,
+        mut sums: Vec<Sums>,
+    ) -> Self {
+        sums.clear();
+        sums.resize(count, NO_SUMS);
+        Builder {
+            shape,
+            connectivity,
+            boundary,
+            segments,
+            measures,
+            sums,
+            wraps: vec![0; count],
+        }
+    }
+
+    /// Sets the wrapping bits ([`WRAP_X`] | [`WRAP_Y`]) of cluster `c` (1-based).
+    pub(crate) fn set_wraps(&mut self, c: u32, bits: u8) {
+        self.wraps[c as usize - 1] = bits;
+    }
+
+    /// Adds a piece with moments `m` to cluster `c` (1-based), shifted by `shift` periods
+    /// (ignored along the axes the cluster wraps in).
+    pub(crate) fn add_piece(&mut self, c: u32, m: &Moments, shift: [i32; 2]) {
+        let i = c as usize - 1;
+        self.sums[i].add(m, shift, self.wraps[i], self.shape);
+    }
+
+    /// The table, with the perimeter columns when given (`site`, `bond`, `hull`, `filled`).
+    /// `sums` gets the builder's buffer back for reuse.
+    pub(crate) fn finish(
+        self,
+        parallel: bool,
+        full: Option<(&[Perimeter], &[u64])>,
+        sums: &mut Vec<Sums>,
+    ) -> ClusterTable {
+        let g = Geometry::new(self.shape, self.boundary);
+        let (all, bits) = (&self.sums, &self.wraps);
+        let c = ShapeColumns::fill(all.len(), parallel, |i| all[i].row(bits[i], &g));
+        let table = c.into_table(
+            self.shape,
+            self.connectivity,
+            self.boundary,
+            self.segments,
+            self.measures,
+        );
+        *sums = self.sums;
+        match full {
+            Some((p, filled)) => table.with_full(p, filled, parallel),
+            None => table,
+        }
+    }
+}
