@@ -1149,3 +1149,76 @@ fn label_timings() {
     let v: serde_json::Value = serde_json::from_str(&stdout(&o)).unwrap();
     assert!(v.get("timings").is_none());
 }
+
+/// The same for `label` into a `.npy` file, whose labels go straight into the mapped temporary:
+/// a signal while labeling leaves the old output intact and, for SIGINT and SIGTERM, no
+/// temporary; the next run writes the labels whole.
+#[test]
+fn signals_while_labeling_into_a_mapped_file_leave_nothing_behind() {
+    use std::process::Stdio;
+    let d = dirs();
+    let input = d.out.join("lattice.npy");
+    assert_ok(&run(&[
+        "generate",
+        "--size",
+        "3000",
+        "--p",
+        "0.59",
+        "-q",
+        "-o",
+        s(&input),
+    ]));
+    let out = d.out.join("labels.npy");
+    std::fs::write(&out, b"old output").unwrap();
+    let temporaries = |dir: &Path| -> Vec<String> {
+        entries(dir)
+            .into_iter()
+            .filter(|e| e.starts_with(".labels.npy.") && e.ends_with(".tmp"))
+            .collect()
+    };
+    for (signal, code) in [("INT", Some(130)), ("TERM", Some(143)), ("KILL", None)] {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_clusterlab"))
+            .args(["label", s(&input), "--backend", "cpu", "-q", "-o", s(&out)])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let start = std::time::Instant::now();
+        while temporaries(&d.out).is_empty() {
+            assert!(start.elapsed().as_secs() < 60, "no temporary appeared");
+            if child.try_wait().unwrap().is_some() {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        let killed = Command::new("kill")
+            .args([&format!("-{signal}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(killed.success());
+        let status = child.wait().unwrap();
+        if status.success() {
+            // Done before the signal: the new output is complete (a header and 3000² u32).
+            assert!(std::fs::metadata(&out).unwrap().len() > 3000 * 3000 * 4);
+            continue;
+        }
+        eprintln!("SIG{signal} while labeling: {status}");
+        assert_eq!(status.code(), code, "SIG{signal}");
+        assert_eq!(std::fs::read(&out).unwrap(), b"old output", "SIG{signal}");
+        if code.is_some() {
+            assert_eq!(temporaries(&d.out), Vec::<String>::new(), "SIG{signal}");
+        }
+    }
+    assert_ok(&run(&[
+        "label",
+        s(&input),
+        "--backend",
+        "cpu",
+        "-q",
+        "-o",
+        s(&out),
+    ]));
+    assert_eq!(temporaries(&d.out), Vec::<String>::new());
+    let labels: ndarray::Array2<u32> = ndarray_npy::read_npy(&out).unwrap();
+    assert_eq!(labels.dim(), (3000, 3000));
+}
