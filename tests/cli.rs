@@ -996,42 +996,31 @@ fn json_summaries_have_stable_keys() {
     }
 }
 
-/// SIGINT, SIGTERM and SIGKILL sent to a real run in the middle of writing its output: the old
-/// output stays intact, SIGINT and SIGTERM exit with 130 and 143 leaving no temporary, and the
-/// temporary a SIGKILL leaves is removed by the next run that writes the same output.
-#[cfg(unix)]
-#[test]
-fn signals_in_the_middle_of_a_write_leave_nothing_behind() {
+/// Sends SIGINT, SIGTERM and SIGKILL to `clusterlab ARGS` once the temporary of its output `out`
+/// appears (the run is writing): the old output stays intact, SIGINT and SIGTERM exit with 130
+/// and 143 leaving no temporary. A run that finished first must have written the whole output
+/// (`complete(len)`).
+fn interrupt_each_way(args: &[&str], out: &Path, complete: impl Fn(u64) -> bool) {
     use std::process::Stdio;
-    let d = dirs();
-    let out = d.out.join("big.npy");
-    std::fs::write(&out, b"old output").unwrap();
-    let temporaries = |dir: &Path| -> Vec<String> {
+    let dir = out.parent().unwrap();
+    let name = out.file_name().unwrap().to_str().unwrap();
+    std::fs::write(out, b"old output").unwrap();
+    let temporaries = || -> Vec<String> {
         entries(dir)
             .into_iter()
-            .filter(|e| e.starts_with(".big.npy.") && e.ends_with(".tmp"))
+            .filter(|e| e.starts_with(&format!(".{name}.")) && e.ends_with(".tmp"))
             .collect()
     };
     for (signal, code) in [("INT", Some(130)), ("TERM", Some(143)), ("KILL", None)] {
-        // Large enough that the write takes a while: 8000² bytes.
         let mut child = Command::new(env!("CARGO_BIN_EXE_clusterlab"))
-            .args([
-                "generate",
-                "--size",
-                "8000",
-                "--p",
-                "0.5",
-                "-q",
-                "-o",
-                s(&out),
-            ])
+            .args(args)
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
             .unwrap();
         // Wait for the temporary to appear: the run is writing.
         let start = std::time::Instant::now();
-        while temporaries(&d.out).is_empty() {
+        while temporaries().is_empty() {
             assert!(start.elapsed().as_secs() < 60, "no temporary appeared");
             if child.try_wait().unwrap().is_some() {
                 break;
@@ -1046,16 +1035,48 @@ fn signals_in_the_middle_of_a_write_leave_nothing_behind() {
         let status = child.wait().unwrap();
         if status.success() {
             // The write finished before the signal: the new output is complete.
-            assert_eq!(std::fs::metadata(&out).unwrap().len(), 8000 * 8000 + 128);
+            assert!(
+                complete(std::fs::metadata(out).unwrap().len()),
+                "SIG{signal}"
+            );
+            std::fs::write(out, b"old output").unwrap();
             continue;
         }
         eprintln!("SIG{signal} during the write: {status}");
         assert_eq!(status.code(), code, "SIG{signal}");
-        assert_eq!(std::fs::read(&out).unwrap(), b"old output", "SIG{signal}");
+        assert_eq!(std::fs::read(out).unwrap(), b"old output", "SIG{signal}");
         if code.is_some() {
-            assert_eq!(temporaries(&d.out), Vec::<String>::new(), "SIG{signal}");
+            assert_eq!(temporaries(), Vec::<String>::new(), "SIG{signal}");
         }
     }
+}
+
+/// SIGINT, SIGTERM and SIGKILL sent to a real run in the middle of writing its output: the old
+/// output stays intact, SIGINT and SIGTERM exit with 130 and 143 leaving no temporary, and the
+/// temporary a SIGKILL leaves is removed by the next run that writes the same output.
+#[cfg(unix)]
+#[test]
+fn signals_in_the_middle_of_a_write_leave_nothing_behind() {
+    let d = dirs();
+    let out = d.out.join("big.npy");
+    // Large enough that the write takes a while: 8000² bytes.
+    let args = [
+        "generate",
+        "--size",
+        "8000",
+        "--p",
+        "0.5",
+        "-q",
+        "-o",
+        s(&out),
+    ];
+    interrupt_each_way(&args, &out, |len| len == 8000 * 8000 + 128);
+    let temporaries = |dir: &Path| -> Vec<String> {
+        entries(dir)
+            .into_iter()
+            .filter(|e| e.starts_with(".big.npy.") && e.ends_with(".tmp"))
+            .collect()
+    };
     // The next run of the same output removes what SIGKILL left, and writes it whole.
     assert_ok(&run(&[
         "generate",
@@ -1155,7 +1176,6 @@ fn label_timings() {
 /// temporary; the next run writes the labels whole.
 #[test]
 fn signals_while_labeling_into_a_mapped_file_leave_nothing_behind() {
-    use std::process::Stdio;
     let d = dirs();
     let input = d.out.join("lattice.npy");
     assert_ok(&run(&[
@@ -1169,46 +1189,15 @@ fn signals_while_labeling_into_a_mapped_file_leave_nothing_behind() {
         s(&input),
     ]));
     let out = d.out.join("labels.npy");
-    std::fs::write(&out, b"old output").unwrap();
+    let args = ["label", s(&input), "--backend", "cpu", "-q", "-o", s(&out)];
+    // Done before the signal: a header and 3000² u32.
+    interrupt_each_way(&args, &out, |len| len > 3000 * 3000 * 4);
     let temporaries = |dir: &Path| -> Vec<String> {
         entries(dir)
             .into_iter()
             .filter(|e| e.starts_with(".labels.npy.") && e.ends_with(".tmp"))
             .collect()
     };
-    for (signal, code) in [("INT", Some(130)), ("TERM", Some(143)), ("KILL", None)] {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_clusterlab"))
-            .args(["label", s(&input), "--backend", "cpu", "-q", "-o", s(&out)])
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let start = std::time::Instant::now();
-        while temporaries(&d.out).is_empty() {
-            assert!(start.elapsed().as_secs() < 60, "no temporary appeared");
-            if child.try_wait().unwrap().is_some() {
-                break;
-            }
-            std::thread::sleep(std::time::Duration::from_millis(1));
-        }
-        let killed = Command::new("kill")
-            .args([&format!("-{signal}"), &child.id().to_string()])
-            .status()
-            .unwrap();
-        assert!(killed.success());
-        let status = child.wait().unwrap();
-        if status.success() {
-            // Done before the signal: the new output is complete (a header and 3000² u32).
-            assert!(std::fs::metadata(&out).unwrap().len() > 3000 * 3000 * 4);
-            continue;
-        }
-        eprintln!("SIG{signal} while labeling: {status}");
-        assert_eq!(status.code(), code, "SIG{signal}");
-        assert_eq!(std::fs::read(&out).unwrap(), b"old output", "SIG{signal}");
-        if code.is_some() {
-            assert_eq!(temporaries(&d.out), Vec::<String>::new(), "SIG{signal}");
-        }
-    }
     assert_ok(&run(&[
         "label",
         s(&input),

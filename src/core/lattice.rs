@@ -159,6 +159,14 @@ pub enum Boundary {
 }
 
 impl Boundary {
+    /// Every boundary: open, the torus and both cylinders.
+    pub const ALL: [Boundary; 4] = [
+        Boundary::Open,
+        Boundary::Periodic,
+        Boundary::PeriodicX,
+        Boundary::PeriodicY,
+    ];
+
     /// Whether column 0 neighbours column w−1.
     pub fn wraps_x(self) -> bool {
         matches!(self, Boundary::Periodic | Boundary::PeriodicX)

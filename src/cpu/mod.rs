@@ -368,12 +368,7 @@ mod tests {
             lattice: lattice.view(),
         };
         for c in [Connectivity::Four, Connectivity::Eight] {
-            for b in [
-                Boundary::Open,
-                Boundary::Periodic,
-                Boundary::PeriodicX,
-                Boundary::PeriodicY,
-            ] {
+            for b in Boundary::ALL {
                 let mut want = SizeCounts::new();
                 let run = |strips: usize, out: &mut SizeCounts| {
                     let mut forest = strips::Scratch::default();

@@ -83,12 +83,7 @@ fn wide_indices_and_labels_equal_the_narrow_ones() {
             for k in [1, 3] {
                 let a = lattice(h, w, p, k, &mut seed);
                 for c in [Connectivity::Four, Connectivity::Eight] {
-                    for b in [
-                        Boundary::Open,
-                        Boundary::Periodic,
-                        Boundary::PeriodicX,
-                        Boundary::PeriodicY,
-                    ] {
+                    for b in Boundary::ALL {
                         for strips in [1, 3] {
                             let occ = Occupancy { lattice: a.view() };
                             let seg = Segments { lattice: a.view() };
@@ -220,12 +215,7 @@ fn copied_nodes_and_repeated_words_match_the_oracle() {
     }
     for (what, a) in &shapes {
         for c in [Connectivity::Four, Connectivity::Eight] {
-            for b in [
-                Boundary::Open,
-                Boundary::Periodic,
-                Boundary::PeriodicX,
-                Boundary::PeriodicY,
-            ] {
+            for b in Boundary::ALL {
                 for strips in [1, 2, 3, 8] {
                     let occ = Occupancy { lattice: a.view() };
                     against_oracle(&occ, c, b, strips, what);
