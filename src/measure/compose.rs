@@ -438,11 +438,15 @@ impl Builder {
         }
     }
 
+    // Only the multi-GPU analyzer composes pieces one by one.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     /// Sets the wrapping bits ([`WRAP_X`] | [`WRAP_Y`]) of cluster `c` (1-based).
     pub(crate) fn set_wraps(&mut self, c: u32, bits: u8) {
         self.wraps[c as usize - 1] = bits;
     }
 
+    // Only the multi-GPU analyzer composes pieces one by one.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     /// Adds a piece with moments `m` to cluster `c` (1-based), shifted by `shift` periods
     /// (ignored along the axes the cluster wraps in).
     pub(crate) fn add_piece(&mut self, c: u32, m: &Moments, shift: [i32; 2]) {
