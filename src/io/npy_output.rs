@@ -91,24 +91,22 @@ impl<L: LabelValue> NpyOutput<L> {
         } else {
             None
         };
-        let image = match mapped {
-            Some(map) => map,
-            None => Image::Memory(crate::core::alloc::zeros(height, width, "the label image")?),
-        };
         // The view is checked once here (header, length, alignment), so `view_mut` cannot fail.
-        let image = match image {
-            Image::Mapped { mut map, .. } => match ArrayViewMut2::<L>::view_mut_npy(&mut map) {
+        let image = match mapped.map(|mut map| {
+            let offset = match ArrayViewMut2::<L>::view_mut_npy(&mut map) {
                 Ok(v) if v.dim() == (height, width) && v.is_standard_layout() => {
-                    let offset = v.as_ptr() as usize - map.as_ptr() as usize;
-                    Image::Mapped {
-                        map,
-                        offset,
-                        shape: (height, width),
-                    }
+                    Some(v.as_ptr() as usize - map.as_ptr() as usize)
                 }
-                _ => Image::Memory(crate::core::alloc::zeros(height, width, "the label image")?),
+                _ => None,
+            };
+            (map, offset)
+        }) {
+            Some((map, Some(offset))) => Image::Mapped {
+                map,
+                offset,
+                shape: (height, width),
             },
-            memory => memory,
+            _ => Image::Memory(crate::core::alloc::zeros(height, width, "the label image")?),
         };
         Ok(NpyOutput { pending, image })
     }
@@ -178,20 +176,13 @@ impl<L: LabelValue> NpyOutput<L> {
 
 /// Maps the temporary for writing once its `bytes` of data are reserved on disk; `None` where
 /// this system or filesystem cannot reserve them (the labels then go through memory).
-fn map_file<L>(pending: &PendingFile, path: &Path, bytes: usize) -> Result<Option<Image<L>>> {
+fn map_file(pending: &PendingFile, path: &Path, bytes: usize) -> Result<Option<MmapMut>> {
     if bytes == 0 || !reserve(pending, path, bytes)? {
         return Ok(None);
     }
     // SAFETY: the temporary was created by this process under a fresh random name and is
     // changed by nothing else while mapped (its blocks are reserved, so writes cannot fault).
-    match unsafe { MmapMut::map_mut(pending.file()) } {
-        Ok(map) => Ok(Some(Image::Mapped {
-            map,
-            offset: 0,
-            shape: (0, 0),
-        })),
-        Err(_) => Ok(None),
-    }
+    Ok(unsafe { MmapMut::map_mut(pending.file()) }.ok())
 }
 
 /// Reserves the file's blocks: `Ok(false)` where that is not supported, an error when the disk

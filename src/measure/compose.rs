@@ -322,10 +322,7 @@ pub(crate) fn compose<P: Pieces + ?Sized>(
         one(roots[i] as usize, j.wraps[i + 1])
     });
     // Clusters of several pieces: every piece that is not a root, grouped by cluster.
-    let mut extra: Vec<(u32, u32)> = (1..=npieces as u32)
-        .filter(|&p| !j.is_root(p))
-        .map(|p| (j.map[p as usize], p))
-        .collect();
+    let mut extra: Vec<(u32, u32)> = j.merged.iter().map(|&p| (j.map[p as usize], p)).collect();
     extra.sort_unstable();
     for group in extra.chunk_by(|a, b| a.0 == b.0) {
         let cl = group[0].0 as usize;

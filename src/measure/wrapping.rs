@@ -31,6 +31,9 @@ pub(crate) struct Joined {
     pub wraps: Vec<u8>,
     /// The number of clusters.
     pub count: usize,
+    /// The pieces that are not their cluster's root (joined to a smaller piece across an edge
+    /// or a seam), in increasing order: the only pieces that do not start a cluster.
+    pub merged: Vec<u32>,
     /// Number the pieces with rayon's threads (callers that run in their own pool and may
     /// allocate; the per-timestep counts join serially and allocate nothing once warm).
     pub parallel: bool,
@@ -154,6 +157,7 @@ impl Joined {
         room(&mut self.parent, n);
         room(&mut self.offset, n);
         room(&mut self.flags, n);
+        room(&mut self.merged, n);
     }
 
     /// The join, with `link(site, neighbour, k)` giving the two pieces of a joined wrap link
@@ -216,6 +220,7 @@ impl Joined {
         self.shift.resize(npieces + 1, [0, 0]);
         self.wraps.clear();
         self.wraps.push(0);
+        self.merged.clear();
         if self.parallel && npieces >= 1 << 16 {
             self.number_parallel(npieces);
             return;
@@ -229,6 +234,7 @@ impl Joined {
                 self.wraps.push(self.flags[p as usize]);
             } else {
                 self.map[p as usize] = self.map[r as usize];
+                self.merged.push(p);
             }
             self.shift[p as usize] = o;
         }
@@ -278,11 +284,12 @@ impl Joined {
             .map(|p| flags[p])
             .collect();
         self.wraps.extend(roots_flags);
-        let others: Vec<u32> = (1..npieces as u32 + 1)
+        self.merged = (1..npieces as u32 + 1)
             .into_par_iter()
             .filter(|&p| !is_root(p as usize))
             .collect();
-        for p in others {
+        for i in 0..self.merged.len() {
+            let p = self.merged[i];
             let (r, o) = self.find(p);
             self.map[p as usize] = self.map[r as usize];
             self.shift[p as usize] = o;
