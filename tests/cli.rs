@@ -996,21 +996,23 @@ fn json_summaries_have_stable_keys() {
     }
 }
 
+/// The temporaries of output `out` in its folder (`.NAME.PID.XXXXXX.tmp`).
+fn temporaries_of(out: &Path) -> Vec<String> {
+    let name = out.file_name().unwrap().to_str().unwrap();
+    entries(out.parent().unwrap())
+        .into_iter()
+        .filter(|e| e.starts_with(&format!(".{name}.")) && e.ends_with(".tmp"))
+        .collect()
+}
+
 /// Sends SIGINT, SIGTERM and SIGKILL to `clusterlab ARGS` once the temporary of its output `out`
 /// appears (the run is writing): the old output stays intact, SIGINT and SIGTERM exit with 130
 /// and 143 leaving no temporary. A run that finished first must have written the whole output
 /// (`complete(len)`).
 fn interrupt_each_way(args: &[&str], out: &Path, complete: impl Fn(u64) -> bool) {
     use std::process::Stdio;
-    let dir = out.parent().unwrap();
-    let name = out.file_name().unwrap().to_str().unwrap();
     std::fs::write(out, b"old output").unwrap();
-    let temporaries = || -> Vec<String> {
-        entries(dir)
-            .into_iter()
-            .filter(|e| e.starts_with(&format!(".{name}.")) && e.ends_with(".tmp"))
-            .collect()
-    };
+    let temporaries = || temporaries_of(out);
     for (signal, code) in [("INT", Some(130)), ("TERM", Some(143)), ("KILL", None)] {
         let mut child = Command::new(env!("CARGO_BIN_EXE_clusterlab"))
             .args(args)
@@ -1071,12 +1073,6 @@ fn signals_in_the_middle_of_a_write_leave_nothing_behind() {
         s(&out),
     ];
     interrupt_each_way(&args, &out, |len| len == 8000 * 8000 + 128);
-    let temporaries = |dir: &Path| -> Vec<String> {
-        entries(dir)
-            .into_iter()
-            .filter(|e| e.starts_with(".big.npy.") && e.ends_with(".tmp"))
-            .collect()
-    };
     // The next run of the same output removes what SIGKILL left, and writes it whole.
     assert_ok(&run(&[
         "generate",
@@ -1088,7 +1084,7 @@ fn signals_in_the_middle_of_a_write_leave_nothing_behind() {
         "-o",
         s(&out),
     ]));
-    assert_eq!(temporaries(&d.out), Vec::<String>::new());
+    assert_eq!(temporaries_of(&out), Vec::<String>::new());
     assert_eq!(entries(&d.out), vec!["big.npy".to_string()]);
 }
 
@@ -1192,12 +1188,6 @@ fn signals_while_labeling_into_a_mapped_file_leave_nothing_behind() {
     let args = ["label", s(&input), "--backend", "cpu", "-q", "-o", s(&out)];
     // Done before the signal: a header and 3000² u32.
     interrupt_each_way(&args, &out, |len| len > 3000 * 3000 * 4);
-    let temporaries = |dir: &Path| -> Vec<String> {
-        entries(dir)
-            .into_iter()
-            .filter(|e| e.starts_with(".labels.npy.") && e.ends_with(".tmp"))
-            .collect()
-    };
     assert_ok(&run(&[
         "label",
         s(&input),
@@ -1207,7 +1197,7 @@ fn signals_while_labeling_into_a_mapped_file_leave_nothing_behind() {
         "-o",
         s(&out),
     ]));
-    assert_eq!(temporaries(&d.out), Vec::<String>::new());
+    assert_eq!(temporaries_of(&out), Vec::<String>::new());
     let labels: ndarray::Array2<u32> = ndarray_npy::read_npy(&out).unwrap();
     assert_eq!(labels.dim(), (3000, 3000));
 }
