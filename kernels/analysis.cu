@@ -11,7 +11,9 @@
 // - block union-find (devices whose blocks cannot have bit runs' shared memory): its forest and
 //   canon_count / canon_scan / canon_rank, then ana_runs takes the sums run by run from the rows.
 // Then:
-//   ana_zero    clears the accumulators of the n pieces (n read on the device).
+//   ana_zero    sets the accumulators of the n pieces to their empty values (n read on the
+//               device); on the bit runs path only those of the pieces with edge records, the
+//               others being stored whole by ana_records.
 //   ana_runs    (block union-find) one warp per 32 sites of a row: a ballot gives the occupied
 //               lanes, each run start finds its piece's label (one find, at most two steps after
 //               the flatten), the label is broadcast along the run, lanes with equal labels are
@@ -19,14 +21,15 @@
 //               atomics: one set of atomics per (piece, 32-site chunk). Optionally writes the
 //               labels.
 //   ana_records (bit runs) the tiles' records into the accumulators.
-//   ana_border  the pieces of the lattice's four edges (label, size, bounding box), for the
+//   ana_border  the pieces of the lattice's four edges (label; size, bounding box), for the
 //               host's displacement-tracking join across the periodic seams.
 //   ana_hist    the size histogram (exact sizes up to HIST_CAP, larger ones and spanning ones
 //               listed) of the pieces that touch no periodic seam, device-resident.
 //
-// Accumulators are structure-of-arrays over pieces; minima are stored complemented (~v) so that
-// every array starts at zero and takes atomicMax. Sums are exact 64-bit integers (the host checks
-// that they cannot overflow).
+// Accumulators are one 64-byte row per piece (Row), so that a record's sums land in the two
+// 32-byte sectors of one row rather than in nine arrays, a whole row is written with four
+// vector stores (no partial sectors), and the host downloads one contiguous buffer. Sums are
+// exact 64-bit integers (the host checks that they cannot overflow).
 #pragma once
 #include "common.cuh"
 #include "canonical.cu"
@@ -34,32 +37,53 @@
 #define HIST_CAP 1024
 #define FULL_LABEL 0xffffffffu
 
-struct Acc {
-    u32* size;
-    u32* xmin_n; // ~x_min
-    u32* xmax;
-    u32* ymin_n; // ~y_min
-    u32* ymax;
-    u64* sx;
-    u64* sy;
-    u64* sxx;
-    u64* syy;
+// One piece's accumulators (src/cuda/analysis.rs: PieceRow): the sums of coordinates (only
+// with moments) fill the first 32-byte sector, size and bounding box the second; sxx_hi,
+// syy_hi and pad stay 0 (the row has the layout of the host's Moments).
+struct __align__(64) Row {
+    u64 sx, sy, sxx, syy;
+    u32 size, x_min, x_max, y_min, y_max;
+    u32 sxx_hi, syy_hi, pad;
 };
 
+// Stores a whole row: the moments sector only when `moments` (it is never read otherwise).
+__device__ __forceinline__ void put_row(Row* r, u32 size, u32 x0, u32 x1, u32 y0, u32 y1, u64 sx,
+                                        u64 sy, u64 sxx, u64 syy, bool moments) {
+    if (moments) {
+        ulonglong2* m = reinterpret_cast<ulonglong2*>(r);
+        m[0] = make_ulonglong2(sx, sy);
+        m[1] = make_ulonglong2(sxx, syy);
+    }
+    uint4* b = reinterpret_cast<uint4*>(&r->size);
+    b[0] = make_uint4(size, x0, x1, y0);
+    b[1] = make_uint4(y1, 0u, 0u, 0u);
+}
+
+// The empty row (minima at their largest, for atomicMin).
+__device__ __forceinline__ void put_empty(Row* r, bool moments) {
+    put_row(r, 0, 0xffffffffu, 0, 0xffffffffu, 0, 0, 0, 0, 0, moments);
+}
+
+// Without `roots`: rows 0..count[0]. With `roots` (bit runs' records, count = the records'
+// two counts): the rows of the pieces of the count[1] edge records, which ana_records adds
+// into with atomics (a warp's stores to one row are one request, so pieces with many edge
+// records cost little); the interior records' rows are stored whole there.
 extern "C" __global__ void __launch_bounds__(256)
-ana_zero(const u32* __restrict__ count, Acc a, u32 moments) {
-    const u32 n = *count;
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        a.size[i] = 0;
-        a.xmin_n[i] = 0;
-        a.xmax[i] = 0;
-        a.ymin_n[i] = 0;
-        a.ymax[i] = 0;
-        if (!moments) continue;
-        a.sx[i] = 0;
-        a.sy[i] = 0;
-        a.sxx[i] = 0;
-        a.syy[i] = 0;
+ana_zero(const u32* __restrict__ count, Row* a, u32 moments, const u32* L,
+         const u32* __restrict__ roots, u32 cap) {
+    const bool mom = moments != 0;
+    const u32 stride = gridDim.x * blockDim.x;
+    if (!roots) {
+        const u32 n = count[0];
+        for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+            put_empty(a + i, mom);
+        }
+        return;
+    }
+    const u32 ne = count[1];
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < ne; i += stride) {
+        const u32 l = ld_cg(L + roots[cap - 1 - i]) & ~FLAG;
+        put_empty(a + l, mom);
     }
 }
 
@@ -70,39 +94,28 @@ __device__ __forceinline__ u32 piece_of(const site_t* __restrict__ in, const u32
     return ld_cg(P + block_of(g, r)) & ~FLAG;
 }
 
-// The group's sums (lanes in `grp`, all in row y, columns xc + dx) into piece l.
-__device__ __forceinline__ void add_group(const Acc& a, u32 l, u32 y, u32 xc, u32 cnt, u32 sdx,
-                                          u32 sdx2, u32 mn, u32 mx, bool moments) {
-    atomicAdd(a.size + l, cnt);
-    atomicMax(a.xmin_n + l, ~(xc + mn));
-    atomicMax(a.xmax + l, xc + mx);
-    atomicMax(a.ymin_n + l, ~y);
-    atomicMax(a.ymax + l, y);
+// Sums into row r with atomics (after ana_zero): all in the row's two sectors.
+__device__ __forceinline__ void add_row(Row* r, u32 cnt, u32 x0, u32 x1, u32 y0, u32 y1, u64 sx,
+                                        u64 sy, u64 sxx, u64 syy, bool moments) {
+    atomicAdd(&r->size, cnt);
+    atomicMin(&r->x_min, x0);
+    atomicMax(&r->x_max, x1);
+    atomicMin(&r->y_min, y0);
+    atomicMax(&r->y_max, y1);
     if (moments) {
-        const u64 c = cnt, x0 = xc, yy = y;
-        atomicAdd(a.sx + l, c * x0 + sdx);
-        atomicAdd(a.sy + l, c * yy);
-        atomicAdd(a.sxx + l, c * x0 * x0 + 2ull * x0 * sdx + sdx2);
-        atomicAdd(a.syy + l, c * yy * yy);
+        atomicAdd(&r->sx, sx);
+        atomicAdd(&r->sy, sy);
+        atomicAdd(&r->sxx, sxx);
+        atomicAdd(&r->syy, syy);
     }
 }
 
-// A run of the cache's sums into piece l (lane 0 of a warp, at the end of its rows or when the
-// cache changes piece).
-__device__ __forceinline__ void flush_cache(const Acc& a, u32 l, u32 cnt, u32 x0, u32 x1, u32 y0,
-                                            u32 y1, u64 sx, u64 sy, u64 sxx, u64 syy,
-                                            bool moments) {
-    atomicAdd(a.size + l, cnt);
-    atomicMax(a.xmin_n + l, ~x0);
-    atomicMax(a.xmax + l, x1);
-    atomicMax(a.ymin_n + l, ~y0);
-    atomicMax(a.ymax + l, y1);
-    if (moments) {
-        atomicAdd(a.sx + l, sx);
-        atomicAdd(a.sy + l, sy);
-        atomicAdd(a.sxx + l, sxx);
-        atomicAdd(a.syy + l, syy);
-    }
+// The group's sums (lanes in `grp`, all in row y, columns xc + dx) into piece l.
+__device__ __forceinline__ void add_group(Row* a, u32 l, u32 y, u32 xc, u32 cnt, u32 sdx,
+                                          u32 sdx2, u32 mn, u32 mx, bool moments) {
+    const u64 c = cnt, x0 = xc, yy = y;
+    add_row(a + l, cnt, xc + mn, xc + mx, y, y, c * x0 + sdx, c * yy,
+            c * x0 * x0 + 2ull * x0 * sdx + sdx2, c * yy * yy, moments);
 }
 
 #define ANA_ROWS 32
@@ -117,7 +130,7 @@ __device__ __forceinline__ void flush_cache(const Acc& a, u32 l, u32 cnt, u32 x0
 // registers (the cache): the group of that piece goes there by shuffles, and the cache takes
 // the largest group's piece when its piece is absent from a row (flushing the old one).
 extern "C" __global__ void __launch_bounds__(256)
-ana_runs(const site_t* __restrict__ in, const u32* P, Geo g, Acc a, u32* labels, u32 moments) {
+ana_runs(const site_t* __restrict__ in, const u32* P, Geo g, Row* a, u32* labels, u32 moments) {
     const u32 lane = threadIdx.x;
     const u32 xc = blockIdx.x * 32;
     const u32 x = xc + lane;
@@ -167,8 +180,8 @@ ana_runs(const site_t* __restrict__ in, const u32* P, Geo g, Acc a, u32* labels,
                     const u32 nl = __shfl_sync(0xffffffffu, mine, b);
                     if (lane == 0) {
                         if (c_lab != NO_LABEL) {
-                            flush_cache(a, c_lab, c_cnt, c_x0, c_x1, c_y0, c_y1, c_sx, c_sy, c_sxx,
-                                        c_syy, mom);
+                            add_row(a + c_lab, c_cnt, c_x0, c_x1, c_y0, c_y1, c_sx, c_sy, c_sxx,
+                                    c_syy, mom);
                         }
                         c_lab = nl;
                         c_cnt = 0;
@@ -210,7 +223,7 @@ ana_runs(const site_t* __restrict__ in, const u32* P, Geo g, Acc a, u32* labels,
 #endif
         }
         if (lane == 0 && c_lab != NO_LABEL) {
-            flush_cache(a, c_lab, c_cnt, c_x0, c_x1, c_y0, c_y1, c_sx, c_sy, c_sxx, c_syy, mom);
+            add_row(a + c_lab, c_cnt, c_x0, c_x1, c_y0, c_y1, c_sx, c_sy, c_sxx, c_syy, mom);
         }
     }
 }
@@ -233,7 +246,7 @@ __device__ __forceinline__ u64 grp_sum64(u32 grp, u64 v) {
 // plainly for interior records (the piece is that one component), with atomics for edge records
 // (after ana_zero). Grid-stride over count[0] + count[1] records.
 extern "C" __global__ void __launch_bounds__(256)
-ana_records(const u32* L, Geo g, Acc a, BrRec rec, u32 moments) {
+ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments) {
     const u32 ni = rec.count[0], total = ni + rec.count[1];
     const u32 lane = threadIdx.x & 31;
     const u32 stride = gridDim.x * blockDim.x;
@@ -267,17 +280,7 @@ ana_records(const u32* L, Geo g, Acc a, BrRec rec, u32 moments) {
                 syy = Y * Y * n + 2ull * Y * ly + lyy;
             }
             if (!edge) {
-                a.size[l] = s;
-                a.xmin_n[l] = ~xmn;
-                a.xmax[l] = xmx;
-                a.ymin_n[l] = ~ymn;
-                a.ymax[l] = ymx;
-                if (moments) {
-                    a.sx[l] = sx;
-                    a.sy[l] = sy;
-                    a.sxx[l] = sxx;
-                    a.syy[l] = syy;
-                }
+                put_row(a + l, s, xmn, xmx, ymn, ymx, sx, sy, sxx, syy, moments != 0);
             }
         }
         // The pieces with many edge records (the percolating one above all) would serialise
@@ -304,17 +307,19 @@ ana_records(const u32* L, Geo g, Acc a, BrRec rec, u32 moments) {
 #else
         (void)active;
 #endif
-        flush_cache(a, l, s, xmn, xmx, ymn, ymx, sx, sy, sxx, syy, moments != 0);
+        add_row(a + l, s, xmn, xmx, ymn, ymx, sx, sy, sxx, syy, moments != 0);
     }
 }
 #endif
 
-// Per edge site i: rows 0 and h - 1 (i < 2w), then columns 0 and w - 1 (i < 2w + 2h); writes six
-// words: label (0 when empty), size, x_min, x_max, y_min, y_max of its piece.
+// Per edge site i of e = 2(w + h): rows 0 and h - 1 (i < 2w), then columns 0 and w - 1: out[i]
+// = its piece's label (0 when empty), and, when `info`, out[e + 5i ..] = the piece's size,
+// x_min, x_max, y_min, y_max (so that a table's join downloads the labels alone).
 extern "C" __global__ void __launch_bounds__(256)
-ana_border(const site_t* __restrict__ in, const u32* P, Geo g, Acc a, u32* out) {
+ana_border(const site_t* __restrict__ in, const u32* P, Geo g, const Row* a, u32* out, u32 info) {
+    const u32 e = 2 * (g.w + g.h);
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 2 * (g.w + g.h)) return;
+    if (i >= e) return;
     u32 y, x;
     if (i < 2 * g.w) {
         y = i < g.w ? 0 : g.h - 1;
@@ -324,38 +329,41 @@ ana_border(const site_t* __restrict__ in, const u32* P, Geo g, Acc a, u32* out) 
         x = j < g.h ? 0 : g.w - 1;
         y = j < g.h ? j : j - g.h;
     }
-    u32* o = out + 6 * i;
     if (!occ_at(in, y * g.w + x)) {
-        o[0] = 0;
+        out[i] = 0;
         return;
     }
     const u32 l = piece_of(in, P, g, y, x);
-    o[0] = l + 1;
-    o[1] = a.size[l];
-    o[2] = ~a.xmin_n[l];
-    o[3] = a.xmax[l];
-    o[4] = ~a.ymin_n[l];
-    o[5] = a.ymax[l];
+    out[i] = l + 1;
+    if (!info) return;
+    const Row& r = a[l];
+    u32* o = out + e + 5 * i;
+    o[0] = r.size;
+    o[1] = r.x_min;
+    o[2] = r.x_max;
+    o[3] = r.y_min;
+    o[4] = r.y_max;
 }
 
 // Histogram of the sizes of the pieces that touch no periodic seam (those are whole clusters):
 // hist[s] for s <= HIST_CAP; larger or spanning ones go to `tail` as (size, span bits: 1 = x,
 // 2 = y) pairs, *tail_n counting them (entries beyond tail_cap are dropped; the host checks).
 extern "C" __global__ void __launch_bounds__(256)
-ana_hist(const u32* __restrict__ count, Acc a, Geo g, u32 wrap_x, u32 wrap_y, u32* hist,
+ana_hist(const u32* __restrict__ count, const Row* a, Geo g, u32 wrap_x, u32 wrap_y, u32* hist,
          u32* tail, u32 tail_cap, u32* tail_n) {
     __shared__ u32 sh[HIST_CAP + 1];
     for (u32 i = threadIdx.x; i <= HIST_CAP; i += blockDim.x) sh[i] = 0;
     __syncthreads();
     const u32 n = *count;
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        const u32 x0 = ~a.xmin_n[i], x1 = a.xmax[i];
-        const u32 y0 = ~a.ymin_n[i], y1 = a.ymax[i];
+        // Size and box: one 32-byte sector of the row.
+        const uint4 q = *reinterpret_cast<const uint4*>(&a[i].size);
+        const u32 x0 = q.y, x1 = q.z, y0 = q.w, y1 = a[i].y_max;
         const bool on_x = x0 == 0 || x1 == g.w - 1;
         const bool on_y = y0 == 0 || y1 == g.h - 1;
         if ((wrap_x && on_x) || (wrap_y && on_y)) continue;
         const u32 span = ((x0 == 0 && x1 == g.w - 1) ? 1u : 0u) | ((y0 == 0 && y1 == g.h - 1) ? 2u : 0u);
-        const u32 s = a.size[i];
+        const u32 s = q.x;
         if (span || s > HIST_CAP) {
             const u32 t = atomicAdd(tail_n, 1u);
             if (t < tail_cap) {

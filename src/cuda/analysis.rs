@@ -10,7 +10,7 @@ use super::bit_runs::{self, Records};
 use super::canonical::Geo;
 use super::engine::{family_of, Engine, Job};
 use super::family::{Family, LabelWidth, SiteType};
-use super::runtime::{cuda_err, kernel_args, DevBuf, Gpu};
+use super::runtime::{cuda_err, kernel_args, DevBuf, Gpu, PinnedBuf};
 use super::Numbering;
 use crate::lattice::{Boundary, Connectivity};
 use crate::measure::moments::Moments;
@@ -22,49 +22,45 @@ use cudarc::driver::{result as dres, sys};
 pub(crate) const HIST_CAP: usize = 1024;
 /// Rows one warp walks in `ana_runs` (`ANA_ROWS`).
 const ANA_ROWS: u32 = 32;
-/// Words per edge site written by `ana_border`.
+/// Words per edge site written by `ana_border`: its piece's label, then (for the size counts)
+/// the piece's size and bounding box, in a second array after all the labels.
 pub(crate) const BORDER_WORDS: usize = 6;
 
-/// The accumulators' device pointers (`struct Acc` in `analysis.cu`).
-#[repr(C)]
+/// One piece's accumulators, as the device keeps them (`struct Row` in `analysis.cu`): one
+/// 64-byte row per piece, so that a record's sums touch two 32-byte sectors and the host
+/// downloads one contiguous buffer. Plain integers only (any bit pattern is valid), so rows can
+/// be read straight out of pinned memory.
+#[repr(C, align(64))]
 #[derive(Debug, Clone, Copy, Default)]
-struct Acc {
-    size: u64,
-    xmin_n: u64,
-    xmax: u64,
-    ymin_n: u64,
-    ymax: u64,
-    sx: u64,
-    sy: u64,
-    sxx: u64,
-    syy: u64,
+pub(crate) struct PieceRow {
+    pub sx: u64,
+    pub sy: u64,
+    pub sxx: u64,
+    pub syy: u64,
+    pub size: u32,
+    pub x_min: u32,
+    pub x_max: u32,
+    pub y_min: u32,
+    pub y_max: u32,
+    /// Zero on the device (`sxx_hi`, `syy_hi`, padding).
+    pad: [u32; 3],
 }
 
-/// Per-piece features downloaded from the device, indexed by label − 1.
-#[derive(Debug, Default)]
-pub(crate) struct PieceArrays {
-    pub size: Vec<u32>,
-    pub x_min: Vec<u32>,
-    pub x_max: Vec<u32>,
-    pub y_min: Vec<u32>,
-    pub y_max: Vec<u32>,
-    pub sx: Vec<u64>,
-    pub sy: Vec<u64>,
-    pub sxx: Vec<u64>,
-    pub syy: Vec<u64>,
-}
+/// Bytes of a [`PieceRow`].
+const ROW_BYTES: usize = std::mem::size_of::<PieceRow>();
+const _: () = assert!(ROW_BYTES == 64);
 
-impl PieceArrays {
-    /// Piece `i + 1`'s moments.
-    pub(crate) fn moments(&self, i: usize) -> Moments {
-        // The device keeps the minima complemented, so that one atomic max serves both.
+impl PieceRow {
+    /// The piece's moments.
+    #[inline]
+    pub(crate) fn moments(&self) -> Moments {
         Moments::from_parts(
-            self.size[i],
-            (!self.x_min[i], self.x_max[i], !self.y_min[i], self.y_max[i]),
-            self.sx[i],
-            self.sy[i],
-            self.sxx[i],
-            self.syy[i],
+            self.size,
+            (self.x_min, self.x_max, self.y_min, self.y_max),
+            self.sx,
+            self.sy,
+            self.sxx,
+            self.syy,
         )
     }
 }
@@ -77,7 +73,16 @@ pub(crate) struct DeviceAnalysis {
     /// Host lattices are staged here.
     pub input: DevBuf,
     pub labels: DevBuf,
+    /// The pieces' rows ([`PieceRow`]).
     acc: DevBuf,
+    /// The rows downloaded: row `p` is piece `p`'s (row 0 unused).
+    rows_host: PinnedBuf,
+    /// Rows queued into `rows_host` (row 0 included).
+    rows_len: usize,
+    /// `ana_border`'s output downloaded.
+    border_host: PinnedBuf,
+    /// Words queued into `border_host`.
+    border_len: usize,
     /// Bit runs' component records: the two counts, then the record arrays.
     records: DevBuf,
     /// Shared-memory accumulators of bit runs' tile pass, when this device runs it.
@@ -107,6 +112,10 @@ impl DeviceAnalysis {
             input: DevBuf::new(&gpu),
             labels: DevBuf::new(&gpu),
             acc: DevBuf::new(&gpu),
+            rows_host: PinnedBuf::new(&gpu.ctx),
+            rows_len: 0,
+            border_host: PinnedBuf::new(&gpu.ctx),
+            border_len: 0,
             records: DevBuf::new(&gpu),
             // (Room for the accumulators implies room for br_local's own shared memory.)
             slots: bit_runs::ana_slots(gpu.max_shared_optin),
@@ -156,8 +165,8 @@ impl DeviceAnalysis {
     }
 
     /// Pieces the accumulators must hold at most: one per bit runs' component record, or per
-    /// union-find block (rounded up to an even count, so that the 64-bit sums after the five
-    /// 32-bit arrays are aligned).
+    /// union-find block (rounded up to an even count, so that the records' 64-bit sums after
+    /// their 32-bit roots are aligned).
     fn capacity(job: &Job) -> usize {
         let pieces = match job.family {
             Family::BitRuns => bit_runs::record_capacity(job),
@@ -183,28 +192,11 @@ impl DeviceAnalysis {
         }
     }
 
-    fn acc(&self, job: &Job) -> Acc {
-        let cap = Self::capacity(job) as u64;
-        let b = self.acc.ptr;
-        Acc {
-            size: b,
-            xmin_n: b + 4 * cap,
-            xmax: b + 8 * cap,
-            ymin_n: b + 12 * cap,
-            ymax: b + 16 * cap,
-            sx: b + 20 * cap,
-            sy: b + 28 * cap,
-            sxx: b + 36 * cap,
-            syy: b + 44 * cap,
-        }
-    }
-
     /// Allocates everything the job needs (and compiles its kernels).
     pub(crate) fn prepare(&mut self, job: &Job, with_labels: bool, host_input: bool) -> Result<()> {
         self.engine.prepare(job)?;
         let n = job.sites();
-        // Sums at 8-byte alignment: 5 u32 arrays padded to an even count.
-        self.acc.ensure(Self::capacity(job) * 52)?;
+        self.acc.ensure(Self::capacity(job) * ROW_BYTES)?;
         if job.family == Family::BitRuns {
             // Bit runs' label array is its forest, needed with or without labels.
             self.records
@@ -245,7 +237,7 @@ impl DeviceAnalysis {
         let short = bit_runs
             && (self.records.bytes < 16 + cap * bit_runs::RECORD_BYTES
                 || self.labels.bytes < job.sites() * 4);
-        if self.acc.bytes < cap * 52 || (hist && self.hist.bytes == 0) || short {
+        if self.acc.bytes < cap * ROW_BYTES || (hist && self.hist.bytes == 0) || short {
             self.prepare(job, false, false)?;
         }
         self.job = Some(*job);
@@ -258,24 +250,25 @@ impl DeviceAnalysis {
         if job.sites() == 0 {
             return Ok(());
         }
-        let acc = self.acc(job);
+        let acc = self.acc.ptr;
         let geo = Geo::new(job);
         let gpu = &self.engine.gpu;
         let module = self.engine.module(job)?;
         let count = bufs.count;
         let sms = gpu.sms.max(1);
         let moments = u32::from(moments);
+        // Every row is set empty, in one coalesced pass.
+        let (zero_count, forest, roots, rec_cap) = (count, 0u64, 0u64, 0u32);
         // SAFETY: the arguments match the kernels' parameters; the accumulators hold `capacity`
-        // entries (an upper bound on the pieces), `input` the job's sites, `labels` (when
-        // nonzero) and bit runs' forest as many labels, the records `capacity` entries, `border`
-        // 6 words per edge site, `hist` HIST_CAP + 2 words and `tail` 2 · tail_cap words
-        // (prepare).
+        // rows (an upper bound on the pieces), `input` the job's sites, `labels` (when nonzero)
+        // and bit runs' forest as many labels, the records `capacity` entries, `border` 6 words
+        // per edge site, `hist` HIST_CAP + 2 words and `tail` 2 · tail_cap words (prepare).
         unsafe {
             gpu.launch(
                 module.func("ana_zero"),
                 (sms * 8, 1, 1),
                 (256, 1, 1),
-                &mut kernel_args![count, acc, moments],
+                &mut kernel_args![zero_count, acc, moments, forest, roots, rec_cap],
             )?;
             if bit_runs {
                 gpu.launch(
@@ -299,11 +292,13 @@ impl DeviceAnalysis {
             if border {
                 let items = 2 * (geo.w + geo.h);
                 let out = self.border.ptr;
+                // Sizes and boxes for the size counts; a table's join needs the labels only.
+                let info = u32::from(hist);
                 gpu.launch(
                     module.func("ana_border"),
                     (items.div_ceil(256), 1, 1),
                     (256, 1, 1),
-                    &mut kernel_args![input, bufs.forest, geo, acc, out],
+                    &mut kernel_args![input, bufs.forest, geo, acc, out, info],
                 )?;
             }
             if hist {
@@ -356,50 +351,90 @@ impl DeviceAnalysis {
         Ok(v)
     }
 
-    /// Downloads the features of the `npieces` pieces of the last run into `p` (its vectors
-    /// grown only, so that a warm analyzer's downloads fault in no new pages).
-    pub(crate) fn pieces_into(&self, npieces: usize, p: &mut PieceArrays) -> Result<()> {
-        let job = self
-            .job
-            .ok_or_else(|| Error::InvalidArgument("nothing was analyzed".into()))?;
-        let a = self.acc(&job);
-        let n = npieces;
-        let stream = self.engine.gpu.stream.cu_stream();
-        fn into<T: Copy + Default>(
-            v: &mut Vec<T>,
-            n: usize,
-            src: sys::CUdeviceptr,
-            stream: sys::CUstream,
-        ) -> Result<()> {
-            v.resize(n, T::default());
-            if n > 0 {
-                // SAFETY: `src` holds at least `n` elements of `T`; the caller synchronises the
-                // stream before `v` is read, resized or dropped.
-                unsafe {
-                    dres::memcpy_dtoh_async(&mut v[..n], src, stream)
-                        .map_err(|e| cuda_err("copying analysis results from the GPU", e))?;
-                }
-            }
-            Ok(())
+    /// Queues the download of the rows of the `npieces` pieces of the last run into the kept
+    /// pinned buffer (row `p` = piece `p`); [`DeviceAnalysis::rows`] waits for it.
+    pub(crate) fn queue_rows(&mut self, npieces: usize) -> Result<()> {
+        if self.job.is_none() {
+            return Err(Error::InvalidArgument("nothing was analyzed".into()));
         }
-        into(&mut p.size, n, a.size, stream)?;
-        into(&mut p.x_min, n, a.xmin_n, stream)?;
-        into(&mut p.x_max, n, a.xmax, stream)?;
-        into(&mut p.y_min, n, a.ymin_n, stream)?;
-        into(&mut p.y_max, n, a.ymax, stream)?;
-        into(&mut p.sx, n, a.sx, stream)?;
-        into(&mut p.sy, n, a.sy, stream)?;
-        into(&mut p.sxx, n, a.sxx, stream)?;
-        into(&mut p.syy, n, a.syy, stream)?;
-        self.engine.gpu.sync()
+        let n = npieces;
+        self.rows_len = 0;
+        self.rows_host.ensure((n + 1) * ROW_BYTES)?;
+        self.rows_len = n + 1;
+        let rows = self.rows_host.slice_mut::<PieceRow>(n + 1);
+        rows[0] = PieceRow::default();
+        if n > 0 {
+            // SAFETY: the accumulators hold at least `n` rows (n ≤ capacity); the destination is
+            // pinned, kept by `self` and neither read nor resized before the stream is
+            // synchronised (`rows`).
+            unsafe {
+                dres::memcpy_dtoh_async(
+                    &mut rows[1..],
+                    self.acc.ptr,
+                    self.engine.gpu.stream.cu_stream(),
+                )
+                .map_err(|e| cuda_err("copying analysis results from the GPU", e))?;
+            }
+        }
+        Ok(())
     }
 
-    /// `ana_border`'s output: 6 words per edge site (rows 0 and h − 1, then columns 0 and w − 1).
-    pub(crate) fn border(&self) -> Result<Vec<u32>> {
+    /// Waits for [`DeviceAnalysis::queue_rows`] and returns its rows (row 0 unused).
+    pub(crate) fn rows(&mut self, npieces: usize) -> Result<&[PieceRow]> {
+        self.engine.gpu.sync()?;
+        if npieces + 1 > self.rows_len {
+            return Err(Error::InvalidArgument(
+                "the pieces' rows were not downloaded".into(),
+            ));
+        }
+        Ok(self.rows_host.slice_mut::<PieceRow>(npieces + 1))
+    }
+
+    /// Queues the download of `ana_border`'s output into the kept pinned buffer: the label of
+    /// every edge site (rows 0 and h − 1, then columns 0 and w − 1), then with `info` five words
+    /// per edge site (its piece's size and bounding box). [`DeviceAnalysis::border`] waits for it.
+    pub(crate) fn queue_border(&mut self, info: bool) -> Result<()> {
         let job = self
             .job
             .ok_or_else(|| Error::InvalidArgument("nothing was analyzed".into()))?;
-        self.download(self.border.ptr, BORDER_WORDS * 2 * (job.height + job.width))
+        let words = self.border_words(&job, info);
+        self.border_len = 0;
+        self.border_host.ensure(words.max(1) * 4)?;
+        self.border_len = words;
+        if words > 0 {
+            let dst = self.border_host.slice_mut::<u32>(words);
+            // SAFETY: `border` holds BORDER_WORDS words per edge site (prepare); the destination
+            // is pinned, kept by `self` and not read before the stream is synchronised.
+            unsafe {
+                dres::memcpy_dtoh_async(dst, self.border.ptr, self.engine.gpu.stream.cu_stream())
+                    .map_err(|e| cuda_err("copying analysis results from the GPU", e))?;
+            }
+        }
+        Ok(())
+    }
+
+    fn border_words(&self, job: &Job, info: bool) -> usize {
+        let e = 2 * (job.height + job.width);
+        if info {
+            BORDER_WORDS * e
+        } else {
+            e
+        }
+    }
+
+    /// Waits for [`DeviceAnalysis::queue_border`] and returns what it downloaded.
+    pub(crate) fn border(&mut self, info: bool) -> Result<&[u32]> {
+        let job = self
+            .job
+            .ok_or_else(|| Error::InvalidArgument("nothing was analyzed".into()))?;
+        self.engine.gpu.sync()?;
+        let words = self.border_words(&job, info);
+        if words > self.border_len {
+            return Err(Error::InvalidArgument(
+                "the border was not downloaded".into(),
+            ));
+        }
+        Ok(self.border_host.slice_mut::<u32>(words))
     }
 
     /// The histogram (`hist[s]` for `s <= HIST_CAP`) and the listed `(size, span bits)`.

@@ -97,6 +97,57 @@ impl Sums {
     }
 }
 
+/// The row of a cluster of one piece, unshifted: [`Sums::row`] of that piece alone, without the
+/// 128-bit sums (bit-identical: the same exact integers, the same roundings).
+#[inline]
+fn piece_row(m: &Moments, wraps: u8, g: &Geometry) -> Row {
+    if m.size == 0 {
+        return NO_SUMS.row(wraps, g);
+    }
+    let n = u64::from(m.size);
+    let (mx, vx) = mean_var_u(n, m.sx, m.sxx());
+    let (my, vy) = mean_var_u(n, m.sy, m.syy());
+    let [x0, x1, y0, y1] = [m.x_min, m.x_max, m.y_min, m.y_max].map(i64::from);
+    Row {
+        size: n,
+        bbox: [x0, x1, y0, y1],
+        centre: [mx, my, (vx + vy).sqrt()],
+        flags: [
+            wraps & WRAP_X != 0,
+            wraps & WRAP_Y != 0,
+            g.open_x && x0 == 0 && x1 == g.w - 1,
+            g.open_y && y0 == 0 && y1 == g.h - 1,
+        ],
+    }
+}
+
+/// [`mean_var`] of nonnegative sums (`n > 0`): `n Σx² − (Σx)²` in unsigned 128-bit integers,
+/// exact where `mean_var`'s signed products are (both below 2¹²⁷), else its fallback.
+#[inline]
+fn mean_var_u(n: u64, s: u64, ss: u128) -> (f64, f64) {
+    let nf = n as f64;
+    let mean = s as f64 / nf;
+    const LIM: u128 = 1 << 127;
+    let a = u128::from(n).checked_mul(ss).filter(|&a| a < LIM);
+    let b = u128::from(s) * u128::from(s);
+    let var = match a {
+        // n Σx² ≥ (Σx)² (Cauchy–Schwarz); a negative difference would give a variance of 0,
+        // as in mean_var.
+        Some(a) if b < LIM => match a.checked_sub(b) {
+            Some(d) => {
+                let df = match u64::try_from(d) {
+                    Ok(v) => v as f64,
+                    Err(_) => d as f64,
+                };
+                df / (nf * nf)
+            }
+            None => 0.0,
+        },
+        _ => to_f64(ss as i128) / nf - mean * mean,
+    };
+    (mean, var.max(0.0))
+}
+
 /// What a row needs of the lattice: its size and which axes are open.
 struct Geometry {
     h: i64,
@@ -143,22 +194,85 @@ type RowRefs<'a> = (
     &'a mut bool,
 );
 
-/// The shape columns of a table, filled row by row.
-struct ShapeColumns {
+/// The shape columns of a table, filled row by row. [`Columns::new`] makes them ahead of the
+/// rows.
+pub(crate) struct ShapeColumns {
     size: Vec<u64>,
     bbox: [Vec<i64>; 4],
     centre: [Vec<f64>; 3],
     flags: [Vec<bool>; 4],
 }
 
+/// The columns of a table of `n` rows, allocated and their pages faulted in (in parallel when
+/// asked for), so that a caller can pay for that while the pieces are still on their way (the
+/// GPU's download); [`compose_into`] fills them.
+pub(crate) type Columns = ShapeColumns;
+
 impl ShapeColumns {
-    /// `n` rows, row `i` given by `row(i)`, computed in parallel when asked for.
-    fn fill(n: usize, parallel: bool, row: impl Fn(usize) -> Row + Sync) -> ShapeColumns {
-        let mut c = ShapeColumns {
+    /// Columns for `n` rows, their pages touched.
+    pub(crate) fn new(n: usize, parallel: bool) -> ShapeColumns {
+        let mut c = ShapeColumns::zeroed(n);
+        // One store per page (volatile: the allocator's pages are known to be zero, and a plain
+        // store of zero could be dropped).
+        fn touch<T: Copy + Send + Sync>(v: &mut [T], zero: T, parallel: bool) {
+            let step = (4096 / std::mem::size_of::<T>()).max(1);
+            let f = |c: &mut [T]| {
+                // SAFETY: `c` is a nonempty chunk of `v`.
+                unsafe { std::ptr::write_volatile(c.as_mut_ptr(), zero) }
+            };
+            if parallel {
+                v.par_chunks_mut(step).with_min_len(16).for_each(f);
+            } else {
+                v.chunks_mut(step).for_each(f);
+            }
+        }
+        touch(&mut c.size, 0, parallel);
+        c.bbox.iter_mut().for_each(|v| touch(v, 0, parallel));
+        c.centre.iter_mut().for_each(|v| touch(v, 0.0, parallel));
+        c.flags.iter_mut().for_each(|v| touch(v, false, parallel));
+        c
+    }
+
+    fn zeroed(n: usize) -> ShapeColumns {
+        ShapeColumns {
             size: vec![0; n],
             bbox: std::array::from_fn(|_| vec![0; n]),
             centre: std::array::from_fn(|_| vec![0.0; n]),
             flags: std::array::from_fn(|_| vec![false; n]),
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.size.len()
+    }
+
+    /// Keeps the first `n` rows (the allocations stay: a table of a few rows fewer than made
+    /// ahead keeps their bytes rather than being copied).
+    fn truncate(&mut self, n: usize) {
+        self.size.truncate(n);
+        self.bbox.iter_mut().for_each(|v| v.truncate(n));
+        self.centre.iter_mut().for_each(|v| v.truncate(n));
+        self.flags.iter_mut().for_each(|v| v.truncate(n));
+    }
+
+    /// `n` rows, row `i` given by `row(i)`, computed in parallel when asked for.
+    fn fill(n: usize, parallel: bool, row: impl Fn(usize) -> Row + Sync) -> ShapeColumns {
+        Self::fill_into(None, n, parallel, row)
+    }
+
+    /// As [`ShapeColumns::fill`], into the first `n` rows of `c` when it has as many.
+    fn fill_into(
+        c: Option<ShapeColumns>,
+        n: usize,
+        parallel: bool,
+        row: impl Fn(usize) -> Row + Sync,
+    ) -> ShapeColumns {
+        let mut c = match c {
+            Some(mut c) if c.len() >= n => {
+                c.truncate(n);
+                c
+            }
+            _ => ShapeColumns::zeroed(n),
         };
         let [x0, x1, y0, y1] = &mut c.bbox;
         let [cx, cy, r] = &mut c.centre;
@@ -298,14 +412,37 @@ pub(crate) fn compose<P: Pieces + ?Sized>(
     joined: Option<&Joined>,
     parallel: bool,
 ) -> ClusterTable {
+    compose_into(
+        None,
+        shape,
+        connectivity,
+        boundary,
+        segments,
+        npieces,
+        pieces,
+        joined,
+        parallel,
+    )
+}
+
+/// [`compose`] into `columns` made ahead ([`Columns::new`] with at least as many rows as the
+/// table has clusters, such as `npieces`; fewer are made afresh).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn compose_into<P: Pieces + ?Sized>(
+    columns: Option<Columns>,
+    shape: (usize, usize),
+    connectivity: Connectivity,
+    boundary: Boundary,
+    segments: bool,
+    npieces: usize,
+    pieces: &P,
+    joined: Option<&Joined>,
+    parallel: bool,
+) -> ClusterTable {
     let g = Geometry::new(shape, boundary);
-    let one = |p: usize, wraps: u8| {
-        let mut s = NO_SUMS;
-        s.add(&pieces.moments(p), [0, 0], wraps, shape);
-        s.row(wraps, &g)
-    };
+    let one = |p: usize, wraps: u8| piece_row(&pieces.moments(p), wraps, &g);
     let Some(j) = joined else {
-        let c = ShapeColumns::fill(npieces, parallel, |i| one(i + 1, 0));
+        let c = ShapeColumns::fill_into(columns, npieces, parallel, |i| one(i + 1, 0));
         return c.into_table(shape, connectivity, boundary, segments, Measures::Shape);
     };
     let roots: Vec<u32> = if parallel {
@@ -318,7 +455,7 @@ pub(crate) fn compose<P: Pieces + ?Sized>(
         (1..=npieces as u32).filter(|&p| j.is_root(p)).collect()
     };
     debug_assert_eq!(roots.len(), j.count);
-    let mut c = ShapeColumns::fill(roots.len(), parallel, |i| {
+    let mut c = ShapeColumns::fill_into(columns, roots.len(), parallel, |i| {
         one(roots[i] as usize, j.wraps[i + 1])
     });
     // Clusters of several pieces: every piece that is not a root, grouped by cluster.
@@ -473,6 +610,42 @@ impl Builder {
         match full {
             Some((p, filled)) => table.with_full(p, filled, parallel),
             None => table,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The unsigned fast path gives `mean_var`'s bits, exact and fallback cases alike.
+    #[test]
+    fn mean_var_u_is_mean_var() {
+        let mut x = 0x9e37_79b9_7f4a_7c15u64;
+        let mut next = || {
+            x ^= x << 13;
+            x ^= x >> 7;
+            x ^= x << 17;
+            x
+        };
+        for i in 0..200_000 {
+            let n = match i % 3 {
+                0 => next() % 1000 + 1,
+                1 => next() % (1 << 32) + 1,
+                _ => u64::from(u32::MAX),
+            };
+            let s = next() >> (next() % 64);
+            let ss = if i % 5 == 0 {
+                u128::from(next()) << (next() % 33)
+            } else {
+                // Consistent sums: Σx² ≥ (Σx)² / n.
+                (u128::from(s) * u128::from(s)) / u128::from(n) + u128::from(next() >> 20)
+            };
+            let (a, b) = (mean_var_u(n, s, ss), mean_var(n, s as i128, ss as i128));
+            assert_eq!(
+                (a.0.to_bits(), a.1.to_bits()),
+                (b.0.to_bits(), b.1.to_bits())
+            );
         }
     }
 }

@@ -24,6 +24,12 @@ impl CudaAnalyzer {
         if h == 0 || w == 0 {
             return Ok(out);
         }
+        let boundary = self.dev.boundary;
+        let (wx, wy) = (boundary.wraps_x(), boundary.wraps_y());
+        if wx || wy {
+            // Comes with the histogram's wait.
+            self.dev.queue_border(true)?;
+        }
         let (hist, tail) = self.dev.histogram()?;
         let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
         for (s, &c) in hist.iter().enumerate().take(HIST_CAP + 1).skip(1) {
@@ -44,32 +50,31 @@ impl CudaAnalyzer {
                 });
             }
         }
-        let boundary = self.dev.boundary;
-        let (wx, wy) = (boundary.wraps_x(), boundary.wraps_y());
         if wx || wy {
-            // The pieces on the seams, numbered densely.
-            let b = self.dev.border()?;
+            // The pieces on the seams, numbered densely. `border`: the edge sites' labels, then
+            // five words per edge site: size, x_min, x_max, y_min, y_max.
+            let b = self.dev.border(true)?;
+            let (labels, boxes) = b.split_at(b.len() / BORDER_WORDS);
             let on_seam = |e: &[u32]| {
-                e[0] != 0
-                    && ((wx && (e[2] == 0 || e[3] as usize == w - 1))
-                        || (wy && (e[4] == 0 || e[5] as usize == h - 1)))
+                (wx && (e[1] == 0 || e[2] as usize == w - 1))
+                    || (wy && (e[3] == 0 || e[4] as usize == h - 1))
             };
             // Dense node numbers of the seam pieces, once per edge site (the join below asks for
             // each site from every wrap link that reaches it). Neighbouring edge sites mostly
             // share a piece, so the map is consulted only when the label changes.
-            let mut node_of = vec![0u32; b.len() / BORDER_WORDS];
+            let mut node_of = vec![0u32; labels.len()];
             let mut nodes: HashMap<u32, u32> = HashMap::new();
             // [size, x_min, x_max, y_min, y_max] per node.
             let mut info = vec![[0u32; 5]];
             let (mut last, mut last_node) = (0u32, 0u32);
-            for (i, e) in b.chunks_exact(BORDER_WORDS).enumerate() {
-                if !on_seam(e) {
+            for (i, (&l, e)) in labels.iter().zip(boxes.chunks_exact(5)).enumerate() {
+                if l == 0 || !on_seam(e) {
                     continue;
                 }
-                if e[0] != last {
-                    last = e[0];
+                if l != last {
+                    last = l;
                     last_node = *nodes.entry(last).or_insert_with(|| {
-                        info.push([e[1], e[2], e[3], e[4], e[5]]);
+                        info.push([e[0], e[1], e[2], e[3], e[4]]);
                         (info.len() - 1) as u32
                     });
                 }

@@ -26,11 +26,11 @@
 mod counts;
 pub(crate) use counts::size_counts_into;
 
-use super::analysis::{DeviceAnalysis, PieceArrays, BORDER_WORDS, HIST_CAP};
+use super::analysis::{DeviceAnalysis, PieceRow, BORDER_WORDS, HIST_CAP};
 use crate::core::lattice::{check_size, Input};
 use crate::core::options::Spec;
 use crate::core::size_counts::{PercolatingCluster, SizeCounts};
-use crate::measure::compose::{compose, Pieces};
+use crate::measure::compose::{compose_into, Columns, Pieces};
 use crate::measure::moments::Moments;
 use crate::measure::wrapping::{Joined, WRAP_X, WRAP_Y};
 use crate::measure::Measures;
@@ -73,17 +73,16 @@ enum Pending {
 /// ```
 ///
 /// Device memory (bit runs): the label array, which is also the forest (4 bytes per site), and,
-/// per possible piece (one per two sites of a tile row), a 24-byte component record and 52 bytes
-/// of accumulators — about 42 bytes per site in all — plus bit runs' scratch (two bits per site)
-/// and the staged input for host lattices. With block union-find (GPUs without bit runs' shared
-/// memory): its forest and scratch and 52 bytes per union-find block (2×1 sites with
-/// 4-connectivity, 2×2 with 8), plus 4 bytes per site when labels are asked for.
+/// per possible piece (one per two sites of a tile row), a 24-byte component record and a 64-byte
+/// row of accumulators — about 48 bytes per site in all — plus bit runs' scratch (two bits per
+/// site) and the staged input for host lattices. With block union-find (GPUs without bit runs'
+/// shared memory): its forest and scratch and 64 bytes per union-find block (2×1 sites with
+/// 4-connectivity, 2×2 with 8), plus 4 bytes per site when labels are asked for. On the host,
+/// the pieces' rows are downloaded into pinned memory kept between calls (64 bytes a piece).
 pub struct CudaAnalyzer {
     dev: DeviceAnalysis,
     pending: Option<Pending>,
     joined: Joined,
-    /// The pieces' features, downloaded (kept between calls).
-    pieces: PieceArrays,
     staging: Vec<u8>,
 }
 
@@ -111,7 +110,6 @@ impl CudaAnalyzer {
             dev: DeviceAnalysis::new(device, connectivity, boundary)?,
             pending: None,
             joined: Joined::parallel(),
-            pieces: PieceArrays::default(),
             staging: Vec::new(),
         })
     }
@@ -131,7 +129,6 @@ impl CudaAnalyzer {
             dev: DeviceAnalysis::with_gpu(gpu, connectivity, boundary),
             pending: None,
             joined: Joined::parallel(),
-            pieces: PieceArrays::default(),
             staging: Vec::new(),
         })
     }
@@ -382,15 +379,14 @@ impl CudaAnalyzer {
                 "no pieces were queued on this analyzer".into(),
             ));
         }
+        self.dev.queue_border(false)?;
         let np = self.dev.count()?;
-        self.dev.pieces_into(np, &mut self.pieces)?;
-        let moments = (0..np).map(|i| self.pieces.moments(i)).collect();
-        let edges = self
-            .dev
-            .border()?
-            .chunks_exact(BORDER_WORDS)
-            .map(|e| e[0])
+        self.dev.queue_rows(np)?;
+        let moments = self.dev.rows(np)?[1..]
+            .iter()
+            .map(PieceRow::moments)
             .collect();
+        let edges = self.dev.border(false)?.to_vec();
         Ok((moments, edges))
     }
 
@@ -416,25 +412,42 @@ impl CudaAnalyzer {
                 Measures::Shape,
             ));
         }
+        let periodic = boundary != Boundary::Open;
+        // One wait for the count and the edge sites' labels; then the rows' download (one
+        // contiguous copy into pinned memory) runs while the host joins the seams and faults in
+        // the table's columns.
+        if periodic {
+            self.dev.queue_border(false)?;
+        }
         let np = self.dev.count()?;
-        self.dev.pieces_into(np, &mut self.pieces)?;
-        let joined = if boundary != Boundary::Open {
-            let b = self.dev.border()?;
-            let at = |s: (usize, usize)| b[BORDER_WORDS * edge_index((h, w), s)];
-            self.joined
-                .join_edges((h, w), np, connectivity, boundary, at);
-            Some(&self.joined)
+        self.dev.queue_rows(np)?;
+        // The columns are made for every piece (a cluster has one or more): those of the
+        // pieces joined into others stay allocated, unused.
+        let (joined, columns) = if periodic {
+            let b = self.dev.border(false)?;
+            let joined = &mut self.joined;
+            let ((), columns) = rayon::join(
+                || {
+                    joined.join_edges((h, w), np, connectivity, boundary, |s| {
+                        b[edge_index((h, w), s)]
+                    })
+                },
+                || Columns::new(np, true),
+            );
+            (Some(&self.joined), columns)
         } else {
             self.joined.map.clear();
-            None
+            (None, Columns::new(np, true))
         };
-        let table = compose(
+        let rows = self.dev.rows(np)?;
+        let table = compose_into(
+            Some(columns),
             (h, w),
             connectivity,
             boundary,
             false,
             np,
-            &self.pieces,
+            rows,
             joined,
             true,
         );
@@ -442,9 +455,10 @@ impl CudaAnalyzer {
     }
 }
 
-/// Piece `p`'s moments are at index `p − 1` of the downloaded arrays.
-impl Pieces for PieceArrays {
+/// Rows by label: row `p` is piece `p`'s (row 0 unused), as downloaded.
+impl Pieces for [PieceRow] {
+    #[inline]
     fn moments(&self, p: usize) -> Moments {
-        PieceArrays::moments(self, p - 1)
+        self[p].moments()
     }
 }
