@@ -257,8 +257,13 @@ impl DeviceAnalysis {
         let count = bufs.count;
         let sms = gpu.sms.max(1);
         let moments = u32::from(moments);
-        // Every row is set empty, in one coalesced pass.
-        let (zero_count, forest, roots, rec_cap) = (count, 0u64, 0u64, 0u32);
+        // Bit runs: only the rows of the pieces with edge records are set empty (the interior
+        // records store their rows whole), found through the records' roots.
+        let (zero_count, forest, roots, rec_cap) = if bit_runs {
+            (rec.count, bufs.forest, rec.root, rec.cap)
+        } else {
+            (count, 0, 0, 0)
+        };
         // SAFETY: the arguments match the kernels' parameters; the accumulators hold `capacity`
         // rows (an upper bound on the pieces), `input` the job's sites, `labels` (when nonzero)
         // and bit runs' forest as many labels, the records `capacity` entries, `border` 6 words
