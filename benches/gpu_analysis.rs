@@ -4,8 +4,9 @@
 //! wrapping flags only, and the full table (`Measures::All`: GPU labels, CPU perimeters), for 4-
 //! and 8-connectivity, torus and open. Medians of `--reps` (20) runs after warm-up.
 //!
-//! `cargo bench --bench gpu_analysis -- [--size N] [--reps R] [--check]`
-//! (`--check` compares each GPU table with the CPU's once).
+//! `cargo bench --bench gpu_analysis -- [--size N] [--reps R] [--check] [--table-only]`
+//! (`--check` compares each GPU table with the CPU's once; `--table-only` leaves out the
+//! label-image and `Measures::All` columns, the slow ones, printed as `-`).
 
 mod common;
 
@@ -17,10 +18,12 @@ use common::{bandwidth, floor_ms, median, Args, BenchResult};
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "usage: cargo bench --bench gpu_analysis -- [--size N] [--reps R] [--check]
-  --size N   lattice side (default 16384)
-  --reps R   timed runs per measurement (default 20)
-  --check    compare each GPU table with the CPU's once";
+const USAGE: &str =
+    "usage: cargo bench --bench gpu_analysis -- [--size N] [--reps R] [--check] [--table-only]
+  --size N       lattice side (default 16384)
+  --reps R       timed runs per measurement (default 20)
+  --check        compare each GPU table with the CPU's once
+  --table-only   skip the label-image and Measures::All columns (printed as -)";
 
 fn main() -> ExitCode {
     common::report("gpu_analysis", run())
@@ -30,12 +33,14 @@ fn run() -> BenchResult<()> {
     let mut size = 16384usize;
     let mut reps = 20usize;
     let mut check = false;
+    let mut table_only = false;
     let mut args = Args::from_env(USAGE);
     while let Some(a) = args.next_flag() {
         match a.as_str() {
             "--size" => size = args.value("--size"),
             "--reps" => reps = args.value("--reps"),
             "--check" => check = true,
+            "--table-only" => table_only = true,
             other => args.unknown(other),
         }
     }
@@ -122,7 +127,7 @@ fn run() -> BenchResult<()> {
             let pcie = median(copy);
             // With the label image (host arrays in and out: wall time).
             let mut lab = Vec::new();
-            for i in 0..(reps / 4).max(3) + 1 {
+            for i in 0..if table_only { 0 } else { (reps / 4).max(3) + 1 } {
                 let w = Instant::now();
                 let _ = gpu.analyze_labeled(lattice.view())?;
                 if i >= 1 {
@@ -158,7 +163,7 @@ fn run() -> BenchResult<()> {
             // Measures::All through the Analyzer (GPU labels, CPU perimeters): 3 runs.
             let mut all = Vec::new();
             let mut an = Analyzer::new(c, b).backend(Backend::Cuda { device: 0 })?;
-            for i in 0..4 {
+            for i in 0..if table_only { 0 } else { 4 } {
                 let w = Instant::now();
                 let _ = an.analyze(lattice.view())?;
                 if i >= 1 {
@@ -166,23 +171,28 @@ fn run() -> BenchResult<()> {
                 }
             }
             // Bytes the table path must move at least: read the lattice, the forest reads of
-            // the run starts aside, and write + zero the 52-byte accumulators.
-            let floor = floor_ms(n as f64 + 2.0 * 52.0 * pieces as f64, bw);
+            // the run starts aside, and write each piece's 64-byte row of accumulators once.
+            let floor = floor_ms(n as f64 + 64.0 * pieces as f64, bw);
+            let (lab, all) = if table_only {
+                ("-".to_string(), "-".to_string())
+            } else {
+                (format!("{:.3}", median(lab)), format!("{:.1}", median(all)))
+            };
             println!(
-                "{:<4} {:<8} {:>8.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9.3} {:>9} {:>9.3} {:>9.1}",
+                "{:<4} {:<8} {:>8.3} {:>9.3} {:>9.3} {:>9.3} {:>9} {:>9.3} {:>9.3} {:>9.3} {:>9} {:>9.3} {:>9}",
                 c.to_string(),
                 b.to_string(),
                 raw_ms,
                 tab_dev,
                 tab_host,
                 pcie,
-                median(lab),
+                lab,
                 median(dev),
                 median(host),
                 median(wall),
                 pieces,
                 floor,
-                median(all)
+                all
             );
         }
     }
