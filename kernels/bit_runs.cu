@@ -10,7 +10,11 @@
 // node wins, so a local root is its component's first run), its own row (bits 10..14) and column
 // (bits 0..9), and EDGE (bit 31) once unions are over and the component touches the tile's edge.
 // Rows meet only where a contact between two runs begins (a few per 32 sites): a run's first
-// contact becomes its initial parent, with no find or atomic, and the others are unions.
+// contact becomes its initial parent, with no find or atomic, and the others are unions. Before
+// the unions, one pass row by row points every run at the root of its first-contact tree, so that
+// the unions' finds start one step from a root; after them, pointer jumping among those tree
+// roots, then one step for the rest, leaves every node at its local root (no node climbs a chain
+// alone).
 //
 // The label array L is also the global forest (common.cuh's convention: the slot of site k holds
 // k' + 1 with k' a smaller site of the same cluster, and k + 1 at a root). br_local writes every
@@ -26,7 +30,8 @@
 //              analysis.cu's ana_records adds them into the pieces once the roots are ranked).
 //   br_merge   unites, with atomicMin linking in L, the sites that face each other across tile
 //              seams (and the periodic edges, which are seams between the last and first row or
-//              column), starting each find at the site's local root.
+//              column), starting each find at the site's local root; rows and columns in one
+//              launch.
 //   br_flatten every edge component's local root (ER) points straight at its global root;
 //              canonical numbering adds the global roots to RB.
 //   br_count   (canonical) counts RB's roots per (row, tile column) in raster order and scans them
@@ -236,17 +241,6 @@ __device__ __forceinline__ u32 br_find(u32* ent, u32 x) {
     }
 }
 
-// The local root of node x without stores.
-__device__ __forceinline__ u32 br_find_ro(const u32* ent, u32 x) {
-    const volatile u32* e = ent;
-    u32 p = e_par(e[x]);
-    while (p != x) {
-        x = p;
-        p = e_par(e[x]);
-    }
-    return x;
-}
-
 // Links the larger root under the smaller with atomicMin; a lost race is retried from the value
 // the atomic returned.
 __device__ __forceinline__ void br_unite(u32* ent, u32 a, u32 b) {
@@ -291,10 +285,18 @@ __device__ __forceinline__ u32 load_occ(const site_t* __restrict__ in, const Geo
     return m;
 }
 
-// Loads the tile's rows as masks, numbers the runs, unites them in shared memory and marks the
-// components that touch the tile's edge. Returns the node count.
+// Marks node n's component as touching the tile's edge, n pointing at its root. (Read first: a
+// large component's runs would all hit one word with atomics.)
+__device__ __forceinline__ void br_mark_edge(u32* ent, u32 n) {
+    const u32 r = e_par(ent[n]);
+    if (!(((volatile u32*)ent)[r] & EDGE)) atomicOr(ent + r, EDGE);
+}
+
+// Loads the tile's rows as masks, numbers the runs, unites them in shared memory, points every
+// node at its root and marks the components that touch the tile's edge. Returns the node count;
+// `mine` gets this thread's roots (bit k: node threadIdx.x + BR_THREADS k).
 __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, const Geo& g,
-                                             const BrTile& t, u32 vec, u32* sm) {
+                                             const BrTile& t, u32 vec, u32* sm, u32& mine) {
     u32* ent = sm;
     u32* excl_pl = sm + OFF_EXCL;
     u32* rowbase = sm + OFF_ROWBASE;
@@ -439,6 +441,27 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
     }
     __syncthreads();
 
+    // First contacts make chains as deep as the tile is tall (each run's parent is in the row
+    // above), and the unions' finds below would climb them (three times the unions' time). Row
+    // by row, each run takes its parent's parent, which the row above already holds: then every
+    // node points at the root of its first-contact tree (its "tree root"), which points at
+    // itself.
+    for (u32 r = 1; r < t.rows; r++) {
+        for (u32 n = rowbase[r] + threadIdx.x; n < rowbase[r + 1]; n += BR_THREADS) {
+            const u32 e = ent[n];
+            const u32 p = e_par(e);
+            const u32 gp = e_par(ent[p]);
+            if (gp != p) ent[n] = (e & (OWN_MASK | EDGE)) | (gp << PAR_SHIFT);
+        }
+        __syncthreads();
+    }
+    // This thread's tree roots (bit k: node threadIdx.x + BR_THREADS k), read before the unions
+    // link them.
+    u32 tree_roots = 0;
+    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++)
+        if (e_par(ent[n]) == n) tree_roots |= 1u << k;
+    __syncthreads();
+
     // 4. The remaining contacts: unions.
 #pragma unroll
     for (u32 j = 0; j < RPW; j++) {
@@ -478,12 +501,37 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
     }
     __syncthreads();
 
-    // Path compression, node-parallel (full warps), so that the finds below (run by one or two
-    // lanes for the edge columns) take a step or two instead of climbing chains of inherited
-    // parents.
-    for (u32 n = threadIdx.x; n < nodes; n += BR_THREADS) {
-        const u32 r = br_find(ent, n);
-        if (e_par(ent[n]) != r) ent[n] = (ent[n] & (OWN_MASK | EDGE)) | (r << PAR_SHIFT);
+    // Every node straight at its local root. The unions linked tree roots only, and their finds'
+    // halving stores give a node another tree root, so every other node still points at a tree
+    // root. The tree roots first: pointer jumping among them until a round moves nothing; then
+    // the others take their tree root's root in two loads. (Finds from every node instead took a
+    // third of the pass; read-only finds from the tree roots, as much.) The roots (bit k as
+    // above) go to `mine`.
+    while (true) {
+        u32 moved = 0;
+        mine = 0;
+        for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
+            if (!((tree_roots >> k) & 1u)) continue;
+            const u32 e = ent[n];
+            const u32 p = e_par(e);
+            if (p == n) {
+                mine |= 1u << k;
+                continue;
+            }
+            const u32 gp = e_par(ent[p]);
+            if (gp != p) {
+                ent[n] = (e & (OWN_MASK | EDGE)) | (gp << PAR_SHIFT);
+                moved = 1;
+            }
+        }
+        if (!__syncthreads_or(moved)) break;
+    }
+    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
+        if ((tree_roots >> k) & 1u) continue;
+        const u32 e = ent[n];
+        const u32 p = e_par(e);
+        const u32 r = e_par(ent[p]);
+        if (r != p) ent[n] = (e & (OWN_MASK | EDGE)) | (r << PAR_SHIFT);
     }
     __syncthreads();
 
@@ -498,11 +546,11 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
         const u32 rs = occ & ~plane(sm, P_JL, r)[lane];
         const u32 nb = rowbase[r] + excl_pl[r * TWW + lane];
         if (r == 0 || r == last_row) {
-            for (u32 k = 0, m = rs; m; m &= m - 1, k++) atomicOr(ent + br_find(ent, nb + k), EDGE);
+            for (u32 k = 0, m = rs; m; m &= m - 1, k++) br_mark_edge(ent, nb + k);
         } else {
-            if (lane == 0 && (occ & 1u)) atomicOr(ent + br_find(ent, nb), EDGE);
+            if (lane == 0 && (occ & 1u)) br_mark_edge(ent, nb);
             if (lane == (last_col >> 5) && ((occ >> (last_col & 31)) & 1u))
-                atomicOr(ent + br_find(ent, nb + __popc(rs & le_mask(last_col & 31)) - 1), EDGE);
+                br_mark_edge(ent, nb + __popc(rs & le_mask(last_col & 31)) - 1);
         }
     }
     __syncthreads();
@@ -528,29 +576,25 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     for (u32 i = threadIdx.x; i < 2u * TH * TWW; i += BR_THREADS) sm[OFF_RMASK + i] = 0;
     if (ANA)
         for (u32 i = threadIdx.x; i < MAXN / 32u; i += BR_THREADS) sm[OFF_MULTI + i] = 0;
-    const u32 nodes = br_label_tile(in, g, t, vec, sm);
+    u32 mine;
+    const u32 nodes = br_label_tile(in, g, t, vec, sm, mine);
     u32* ent = sm;
     const u32* excl_pl = sm + OFF_EXCL;
     const u32* rowbase = sm + OFF_ROWBASE;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
-    // Every node straight at its local root, with read-only finds (a halving store of the union
-    // phase can land after another thread's compression, so parents are not all roots yet); this
-    // thread's roots remembered in a register (node threadIdx.x + 512 k is bit k).
-    u32 mine = 0;
-    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
-        const u32 r = br_find_ro(ent, n);
-        if (r == n) {
-            mine |= 1u << k;
-        } else {
-            if (e_par(ent[n]) != r) ent[n] = (ent[n] & (OWN_MASK | EDGE)) | (r << PAR_SHIFT);
-            // (Read first: a large component's runs would all hit one word.)
-            if (ANA && !((sm[OFF_MULTI + (r >> 5)] >> (r & 31)) & 1u))
+    if (ANA) {
+        // The roots of more than one run. (Read first: a large component's runs would all hit
+        // one word.)
+        for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
+            if ((mine >> k) & 1u) continue;
+            const u32 r = e_par(ent[n]);
+            if (!((sm[OFF_MULTI + (r >> 5)] >> (r & 31)) & 1u))
                 atomicOr(sm + OFF_MULTI + (r >> 5), 1u << (r & 31));
         }
+        __syncthreads();
+        br_records(sm, g, t, nodes, mine, rec);
     }
-    __syncthreads();
-    if (ANA) br_records(sm, g, t, nodes, mine, rec);
 
     // Each entry becomes its node's label, local root + 1: non-roots first (reading their
     // roots' own fields, which stay until the roots' turn), then the roots. (64-bit labels: the
@@ -711,6 +755,7 @@ __device__ __forceinline__ void seam_lines(u32 j, u32 tiles, u32 span, u32 n, u3
 extern "C" __global__ void __launch_bounds__(256)
 br_merge(const site_t* __restrict__ in, u64* L, const u16* __restrict__ LL, Geo g, u32 tiles_x,
          u32 tiles_y, u32 wrap_x, u32 wrap_y, u32 mode) {
+    if (gridDim.z > 1) mode = blockIdx.z;
     if (mode == 0) {
         const u32 x = blockIdx.x * blockDim.x + threadIdx.x;
         if (x >= g.w) return;
@@ -778,10 +823,13 @@ __device__ __forceinline__ void seam_lines(u32 j, u32 tiles, u32 span, u32 n, u3
 
 // The seams. mode 0: rows; seam j < tiles_y - 1 is between tile rows j and j + 1, seam
 // tiles_y - 1 the periodic y edge; grid (ceil(w / 256), min(seams, 65535)), CTA 256, one thread
-// per column. mode 1: columns, likewise, one thread per row.
+// per column. mode 1: columns, likewise, one thread per row. A grid of depth 2 runs both in one
+// launch (blockIdx.z is the mode; the unions commute), its x and y spans the larger of the two:
+// on small lattices each launch is mostly latency.
 extern "C" __global__ void __launch_bounds__(256)
 br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tiles_y, u32 wrap_x,
          u32 wrap_y, u32 mode) {
+    if (gridDim.z > 1) mode = blockIdx.z;
     if (mode == 0) {
         const u32 x = blockIdx.x * blockDim.x + threadIdx.x;
         if (x >= g.w) return;
@@ -1033,7 +1081,7 @@ br_final(label_t* L, u64 n, u32 canonical, u32 vec, label_t* count) {
         const u32 o = br_final_one(L, (u32)i, v, canonical, &roots);
         if (o != v) L[i] = o;
     }
-    if (!canonical) warp_add(count, roots);
+    if (!canonical) block_add(count, roots);
 }
 #endif
 

@@ -281,6 +281,23 @@ __device__ __forceinline__ void warp_add(u32* target, u32 v) {
     if ((threadIdx.x & 31) == 0 && v) atomicAdd(target, v);
 }
 
+// Adds every thread's v into *target with one atomic per block (of 256 threads at most): on a
+// small lattice, one per warp on a single word serialises the whole grid behind it. All threads
+// of the block must call it.
+__device__ __forceinline__ void block_add(u32* target, u32 v) {
+    __shared__ u32 part[8];
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+    if ((threadIdx.x & 31) == 0) part[threadIdx.x >> 5] = v;
+    __syncthreads();
+    if (threadIdx.x < 32) {
+        v = threadIdx.x < (blockDim.x >> 5) ? part[threadIdx.x] : 0u;
+#pragma unroll
+        for (int o = 4; o > 0; o >>= 1) v += __shfl_down_sync(0xffffffffu, v, o);
+        if (threadIdx.x == 0 && v) atomicAdd(target, v);
+    }
+}
+
 // Exclusive prefix sum over the threads of a 1-D block of blockDim.x threads (a multiple of 32,
 // at most 1024); `total` receives the block's sum. `scratch` holds 32 words of shared memory.
 __device__ __forceinline__ u32 block_exclusive_scan(u32 v, u32* scratch, u32* total) {

@@ -399,26 +399,36 @@ fn queue(
                 )?
             }
         }
-        for (mode, seams, lines) in [
-            (0u32, ty - 1 + wrap_y, geo.w),
-            (1u32, tx - 1 + wrap_x, geo.h),
-        ] {
-            let grid = (lines.div_ceil(256), seams.min(65535), 1);
-            if seams > 0 && wide {
-                gpu.launch(
-                    module.func("br_merge"),
-                    grid,
-                    (256, 1, 1),
-                    &mut kernel_args![input, labels, ll, geo, tx, ty, wrap_x, wrap_y, mode],
-                )?;
-            } else if seams > 0 {
-                gpu.launch(
-                    module.func("br_merge"),
-                    grid,
-                    (256, 1, 1),
-                    &mut kernel_args![input, labels, geo, tx, ty, wrap_x, wrap_y, mode],
-                )?;
-            }
+        // Row seams (mode 0, a thread per column) and column seams (mode 1, a thread per row)
+        // in one launch where both exist: grid depth 2, blockIdx.z the mode.
+        let (row_seams, col_seams) = (ty - 1 + wrap_y, tx - 1 + wrap_x);
+        let (mode, grid) = match (row_seams > 0, col_seams > 0) {
+            (true, true) => (
+                0u32,
+                (
+                    geo.w.max(geo.h).div_ceil(256),
+                    row_seams.max(col_seams).min(65535),
+                    2,
+                ),
+            ),
+            (true, false) => (0, (geo.w.div_ceil(256), row_seams.min(65535), 1)),
+            (false, true) => (1, (geo.h.div_ceil(256), col_seams.min(65535), 1)),
+            (false, false) => (0, (0, 0, 0)),
+        };
+        if grid.0 > 0 && wide {
+            gpu.launch(
+                module.func("br_merge"),
+                grid,
+                (256, 1, 1),
+                &mut kernel_args![input, labels, ll, geo, tx, ty, wrap_x, wrap_y, mode],
+            )?;
+        } else if grid.0 > 0 {
+            gpu.launch(
+                module.func("br_merge"),
+                grid,
+                (256, 1, 1),
+                &mut kernel_args![input, labels, geo, tx, ty, wrap_x, wrap_y, mode],
+            )?;
         }
         gpu.launch(
             module.func("br_flatten"),

@@ -9,7 +9,9 @@
 //!   (`$XDG_CACHE_HOME/clusterlab/kernels` or `~/.cache/clusterlab/kernels`; another folder with
 //!   `CLUSTERLAB_KERNEL_CACHE=DIR`, none with `CLUSTERLAB_KERNEL_CACHE=off`), keyed by the
 //!   sources, the device architecture and the NVRTC version, safe under concurrent processes;
-//!   [`compile_stats`] says what compiling cost this process.
+//!   [`compile_stats`] says what compiling cost this process. For kernel development,
+//!   `CLUSTERLAB_KERNEL_DIR=DIR` compiles the `kernels/` files found in `DIR` instead of the
+//!   copies built into the crate, so that a kernel change needs no Rust rebuild.
 //! - [`CudaLabeler`]: labels lattices that already live on the GPU ([`CudaLabeler::label_device`],
 //!   no host synchronisation and no allocation per call) or host arrays
 //!   ([`CudaLabeler::label_host`]); into `u64` labels for lattices of any size

@@ -57,6 +57,24 @@ pub(crate) trait ModuleSpec {
     fn shared_bytes(&self, kernel: &str, max_optin: usize) -> Option<usize>;
 }
 
+/// The kernel files a program may include: the embedded ones, or, for kernel development
+/// without rebuilding the crate, those of the folder `CLUSTERLAB_KERNEL_DIR` names (a file
+/// missing there keeps its embedded text). The disk cache keys by the text, so both coexist.
+fn kernel_sources(
+    embedded: &'static [(&'static str, &'static str)],
+) -> Vec<(&'static str, std::borrow::Cow<'static, str>)> {
+    let dir = std::env::var_os("CLUSTERLAB_KERNEL_DIR").filter(|d| !d.is_empty());
+    embedded
+        .iter()
+        .map(|&(name, body)| {
+            let over = dir
+                .as_ref()
+                .and_then(|d| std::fs::read_to_string(std::path::Path::new(d).join(name)).ok());
+            (name, over.map_or(std::borrow::Cow::Borrowed(body), Into::into))
+        })
+        .collect()
+}
+
 /// A loaded module and its kernels.
 pub(crate) struct Module {
     _module: Arc<CudaModule>,
@@ -135,6 +153,7 @@ impl Gpu {
             target_arch(self.cc.0 * 10 + self.cc.1)
         })?;
         let nvrtc = no_panic("asking NVRTC for its version", nvrtc_version)?;
+        let headers = kernel_sources(spec.headers());
         // Everything the binary depends on is in the key: a change to any is a new entry.
         let mut parts: Vec<&[u8]> = vec![
             env!("CARGO_PKG_VERSION").as_bytes(),
@@ -142,7 +161,7 @@ impl Gpu {
             arch.as_bytes(),
             src.as_bytes(),
         ];
-        for (n, body) in spec.headers() {
+        for (n, body) in &headers {
             parts.push(n.as_bytes());
             parts.push(body.as_bytes());
         }
@@ -150,7 +169,7 @@ impl Gpu {
         let dir = disk_cache::cache_dir();
         let build = || {
             no_panic("compiling with NVRTC", || {
-                compile_cubin(&name, &src, spec.headers(), &arch)
+                compile_cubin(&name, &src, &headers, &arch)
             })
         };
         let (cubin, source) = disk_cache::load_or_compile(dir.as_deref(), key, build)?;

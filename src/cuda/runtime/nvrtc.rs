@@ -46,7 +46,7 @@ pub(crate) fn nvrtc_version() -> Result<String> {
 pub(crate) fn compile_cubin(
     name: &str,
     src: &str,
-    headers: &[(&str, &str)],
+    headers: &[(&str, impl AsRef<str>)],
     arch: &str,
 ) -> Result<Vec<u8>> {
     let csrc = CString::new(src).expect("kernel sources hold no NUL");
@@ -57,7 +57,7 @@ pub(crate) fn compile_cubin(
         .collect();
     let hbodies: Vec<CString> = headers
         .iter()
-        .map(|(_, b)| CString::new(*b).expect("kernel sources hold no NUL"))
+        .map(|(_, b)| CString::new(b.as_ref()).expect("kernel sources hold no NUL"))
         .collect();
     let name_ptrs: Vec<*const c_char> = hnames.iter().map(|c| c.as_ptr()).collect();
     let body_ptrs: Vec<*const c_char> = hbodies.iter().map(|c| c.as_ptr()).collect();
@@ -152,7 +152,7 @@ pub(crate) mod tests {
         let e = compile_cubin(
             "bad.cu",
             "extern \"C\" __global__ void k() { undefined_thing(); }",
-            &[],
+            &[] as &[(&str, &str)],
             "--gpu-architecture=sm_75",
         )
         .unwrap_err();
