@@ -74,7 +74,7 @@ pub(crate) fn open_dataset(
 }
 
 pub(crate) fn read_lattice(path: &Path, name: &str) -> Result<Lattice> {
-    let file = hdf5_result(path, ::hdf5::File::open(path))?;
+    let file = hdf5_result(path, super::hdf5_fd::open(path))?;
     let ds = open_dataset(path, &file, name)?;
     let shape = ds.shape();
     if shape.len() != 2 {
@@ -161,7 +161,7 @@ fn write_labels_file<T: ::hdf5::H5Type>(
     options: &WriteOptions,
 ) -> ::hdf5::Result<()> {
     use ::hdf5::types::VarLenUnicode;
-    let file = ::hdf5::File::create(path)?;
+    let file = super::hdf5_fd::create(path)?;
     {
         let ds = write_hdf5_array(&file, LABELS_DATASET, array, options)?;
         let connectivity = meta.connectivity.neighbours() as u32;
@@ -211,7 +211,7 @@ pub(crate) fn write_lattice(path: &Path, lattice: &Lattice, options: &WriteOptio
     hdf5_result(
         path,
         (|| {
-            let file = ::hdf5::File::create(path)?;
+            let file = super::hdf5_fd::create(path)?;
             write_lattice_dataset(&file, lattice, options)?;
             file.close()
         })(),
@@ -238,7 +238,7 @@ fn table_file(
     options: &WriteOptions,
 ) -> ::hdf5::Result<()> {
     use ::hdf5::types::VarLenUnicode;
-    let file = ::hdf5::File::create(path)?;
+    let file = super::hdf5_fd::create(path)?;
     let boundary: VarLenUnicode = table
         .boundary
         .name()

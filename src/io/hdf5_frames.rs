@@ -17,7 +17,7 @@ const TEMP_PREFIX: &str = ".clusterlab-tmp.";
 
 /// The shape of dataset `name`.
 pub(crate) fn shape(path: &Path, name: &str) -> Result<Vec<usize>> {
-    let file = hdf5_result(path, ::hdf5::File::open(path))?;
+    let file = hdf5_result(path, super::hdf5_fd::open(path))?;
     Ok(open_dataset(path, &file, name)?.shape())
 }
 
@@ -28,7 +28,7 @@ pub(crate) struct Hdf5Frames {
 
 impl Hdf5Frames {
     pub(crate) fn open(path: &Path, name: &str) -> Result<(Hdf5Frames, Vec<usize>, Dtype)> {
-        let file = hdf5_result(path, ::hdf5::File::open(path))?;
+        let file = hdf5_result(path, super::hdf5_fd::open(path))?;
         let ds = open_dataset(path, &file, name)?;
         let shape = ds.shape();
         if shape.len() != 3 {
@@ -154,7 +154,7 @@ impl Hdf5Sink {
         meta: &LabelMeta,
         options: &WriteOptions,
     ) -> Result<Hdf5Sink> {
-        let file = hdf5_result(path, ::hdf5::File::create(path))?;
+        let file = hdf5_result(path, super::hdf5_fd::create(path))?;
         let labels = hdf5_result(
             path,
             label_dataset(&file, "labels", layout.frames, layout.dim, options, false),
@@ -164,7 +164,7 @@ impl Hdf5Sink {
 
     /// A new file that gets only cluster tables and summary columns, no label image.
     pub(crate) fn create_tables_only(path: &Path, meta: &LabelMeta) -> Result<Hdf5Sink> {
-        let file = hdf5_result(path, ::hdf5::File::create(path))?;
+        let file = hdf5_result(path, super::hdf5_fd::create(path))?;
         Ok(Hdf5Sink::new(
             file,
             path,
@@ -208,7 +208,7 @@ impl Hdf5Sink {
         if target == "/" || target.ends_with('/') {
             return Err(Error::InvalidArgument(format!("{name:?} names no dataset")));
         }
-        let file = hdf5_result(path, ::hdf5::File::open_rw(path))?;
+        let file = hdf5_result(path, super::hdf5_fd::open_rw(path))?;
         remove_stale(&file);
         if let Some((parent, _)) = target.rsplit_once('/') {
             if !parent.is_empty() && file.group(parent).is_err() {
@@ -490,7 +490,7 @@ pub(crate) fn write_column_groups_file(
     hdf5_result(
         path,
         (|| {
-            let file = ::hdf5::File::create(path)?;
+            let file = super::hdf5_fd::create(path)?;
             for (name, columns) in groups {
                 let g = file.create_group(name)?;
                 write_columns_group(&g, columns)?;

@@ -33,6 +33,8 @@ mod hdf5;
 #[path = "hdf5_off.rs"]
 mod hdf5;
 #[cfg(feature = "hdf5")]
+pub(crate) mod hdf5_fd;
+#[cfg(feature = "hdf5")]
 mod hdf5_frames;
 mod npy;
 mod npy_frames;

@@ -15,6 +15,7 @@
 use super::chain::{run_chains, Chain, MemorySink, Update};
 use super::measure::Sample;
 use super::model::Model;
+use crate::io::hdf5_fd;
 use crate::io::write_atomically;
 use crate::{Backend, Error, Options, Parallelism, Result};
 use hdf5::types::VarLenUnicode;
@@ -162,7 +163,7 @@ fn create_file(cfg: &RunConfig, path: &Path, backend_name: &str) -> Result<()> {
     h5(
         path,
         (|| {
-            let f = hdf5::File::create(path)?;
+            let f = hdf5_fd::create(path)?;
             f.new_attr::<VarLenUnicode>()
                 .create("kind")?
                 .write_scalar(&text("mc-run")?)?;
@@ -340,7 +341,7 @@ pub(crate) fn run_to_file_with(
     let ckpt = checkpoint_path(output);
     let mut rows = vec![0usize; chains.len()];
     let file = if resume {
-        let f = h5(output, hdf5::File::open_rw(output))?;
+        let f = h5(output, hdf5_fd::open_rw(output))?;
         for (k, v) in cfg.identity() {
             let got: String = h5(
                 output,
@@ -365,7 +366,7 @@ pub(crate) fn run_to_file_with(
                 ckpt.display()
             )));
         }
-        let c = h5(&ckpt, hdf5::File::open(&ckpt))?;
+        let c = h5(&ckpt, hdf5_fd::open(&ckpt))?;
         for (i, chain) in chains.iter_mut().enumerate() {
             let g = h5(&ckpt, c.group(&format!("chain_{i:03}")))?;
             let spins: Array2<u8> = h5(&ckpt, g.dataset("spins").and_then(|d| d.read_2d()))?;
@@ -403,7 +404,7 @@ pub(crate) fn run_to_file_with(
         };
         write_atomically(output, |tmp| create_file(cfg, tmp, backend_name))?;
         let _ = std::fs::remove_file(&ckpt);
-        h5(output, hdf5::File::open_rw(output))?
+        h5(output, hdf5_fd::open_rw(output))?
     };
 
     let total = cfg.thermalize + cfg.sweeps;
@@ -438,7 +439,7 @@ fn write_checkpoint_refs(path: &Path, chains: &[&Chain], rows: &[usize]) -> Resu
         h5(
             tmp,
             (|| {
-                let f = hdf5::File::create(tmp)?;
+                let f = hdf5_fd::create(tmp)?;
                 for (i, (c, &r)) in chains.iter().zip(rows).enumerate() {
                     let g = f.create_group(&format!("chain_{i:03}"))?;
                     g.new_dataset_builder()
@@ -492,7 +493,7 @@ impl RunData {
 /// # Errors
 /// [`Error::Hdf5`] when it cannot be read, [`Error::BadInput`] when it is not an `mc-run` file.
 pub fn read_run(path: &Path) -> Result<RunData> {
-    let f = h5(path, hdf5::File::open(path))?;
+    let f = h5(path, hdf5_fd::open(path))?;
     let kind = f
         .attr("kind")
         .and_then(|a| a.read_scalar::<VarLenUnicode>());

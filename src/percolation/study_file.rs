@@ -38,6 +38,7 @@ use super::fixed::{FixedSums, COUNT_NAMES, MOMENT_NAMES};
 use super::model::{Geometry, Model};
 use super::study::{Method, Study, StudyConfig, StudyResults};
 use super::sums::{MicroSums, SampleRecord};
+use crate::io::hdf5_fd;
 use crate::io::write_atomically;
 use crate::{Boundary, Connectivity, Error, Result};
 use ::hdf5::types::VarLenUnicode;
@@ -282,7 +283,7 @@ fn write_results(
 
 fn write_file(path: &Path, study: &Study, results: Option<&StudyResults>) -> ::hdf5::Result<()> {
     let c = &study.config;
-    let file = File::create(path)?;
+    let file = hdf5_fd::create(path)?;
     attr_str(&file, "kind", KIND)?;
     attr_str(&file, "model", c.model.name())?;
     attr_u64(
@@ -429,7 +430,7 @@ pub fn read_study(path: &Path) -> Result<Study> {
         });
     }
     let e = h5err(path);
-    let file = File::open(path).map_err(&e)?;
+    let file = hdf5_fd::open(path).map_err(&e)?;
     let kind = read_str(&file, "kind").unwrap_or_default();
     if kind != KIND {
         return Err(bad(path, format!("not a {KIND} file (kind = {kind:?})")));
