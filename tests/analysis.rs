@@ -417,6 +417,7 @@ fn csv_and_hdf5_outputs() {
     assert_eq!(text.lines().count(), t.count() + 1);
 
     let h5 = dir.path().join("t.h5");
+    let _guard = hdf5_in_process();
     let lattice = clusterlab::io::Lattice::U8(a.clone());
     t.write_hdf5_with(&h5, Some(&labels), Some(&lattice))
         .unwrap();
@@ -483,6 +484,7 @@ fn outputs_follow_the_column_registry() {
                 }
             }
             let h5 = dir.path().join("t.h5");
+            let _guard = hdf5_in_process();
             t.write_hdf5(&h5).unwrap();
             let f = hdf5::File::open(&h5).unwrap();
             let g = f.group("clusters").unwrap();
@@ -553,7 +555,19 @@ fn wrapping_probabilities_at_pc() {
 // ---------------------------------------------------------------------------------------------
 // The command line
 
+/// Children are spawned while no test of this binary has an HDF5 file open in-process. The
+/// crate marks its HDF5 descriptors close-on-exec (`io::hdf5_fd`), but HDF5 takes its lock some
+/// 50–170 µs before returning the file; a child forked in that window keeps the lock until it
+/// exits, and the test's reopen fails with EAGAIN (about one run in 25 without this guard).
+static FORK_GUARD: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Holds off spawning for as long as the guard lives (see [`FORK_GUARD`]).
+fn hdf5_in_process() -> std::sync::RwLockReadGuard<'static, ()> {
+    FORK_GUARD.read().unwrap_or_else(|e| e.into_inner())
+}
+
 fn clusterlab(args: &[&str]) -> std::process::Output {
+    let _no_hdf5_open = FORK_GUARD.write().unwrap_or_else(|e| e.into_inner());
     Command::new(env!("CARGO_BIN_EXE_clusterlab"))
         .args(args)
         .output()
