@@ -503,15 +503,16 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
 
     // Every node straight at its local root. The unions linked tree roots only, and their finds'
     // halving stores give a node another tree root, so every other node still points at a tree
-    // root. The tree roots first: pointer jumping among them until a round moves nothing; then
-    // the others take their tree root's root in two loads. (Finds from every node instead took a
-    // third of the pass; read-only finds from the tree roots, as much.) The roots (bit k as
-    // above) go to `mine`.
+    // root. The tree roots first: pointer jumping among them until a round moves nothing (about
+    // three rounds: they end at most four or five steps from their roots), each thread walking
+    // the set bits of its own tree roots, a quarter of its nodes; then the others take their tree
+    // root's root in two loads. (Finds from every node instead took a third of the pass;
+    // read-only finds from the tree roots, as much.) The roots (bit k as above) go to `mine`.
     while (true) {
         u32 moved = 0;
         mine = 0;
-        for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
-            if (!((tree_roots >> k) & 1u)) continue;
+        for (u32 m = tree_roots; m; m &= m - 1) {
+            const u32 k = __ffs(m) - 1, n = threadIdx.x + k * BR_THREADS;
             const u32 e = ent[n];
             const u32 p = e_par(e);
             if (p == n) {

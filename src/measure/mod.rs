@@ -10,6 +10,7 @@ pub(crate) mod columns;
 pub(crate) mod compose;
 pub(crate) mod fixed_p;
 pub(crate) mod moments;
+pub(crate) mod shape_columns;
 pub(crate) mod size_distribution;
 pub(crate) mod stats;
 pub(crate) mod table;

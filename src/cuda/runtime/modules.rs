@@ -70,7 +70,10 @@ fn kernel_sources(
             let over = dir
                 .as_ref()
                 .and_then(|d| std::fs::read_to_string(std::path::Path::new(d).join(name)).ok());
-            (name, over.map_or(std::borrow::Cow::Borrowed(body), Into::into))
+            (
+                name,
+                over.map_or(std::borrow::Cow::Borrowed(body), Into::into),
+            )
         })
         .collect()
 }
