@@ -164,7 +164,9 @@ impl Pieces for [Moments] {
 }
 
 /// The [`Measures::Shape`] table of the clusters that `npieces` pieces form: each piece its own
-/// cluster (`joined` = `None`, open lattices), or joined across periodic edges by `joined`.
+/// cluster (`joined` = `None`, open lattices), or joined across periodic edges by `joined`;
+/// written into `columns` when they were made ahead ([`Columns::new`] with at least as many rows
+/// as the table has clusters, such as `npieces`; fewer, or `None`, are made afresh).
 ///
 /// A cluster of one piece, nearly every cluster, gets its row straight from the piece's moments
 /// (in parallel, no per-cluster sums), since a cluster is numbered after its smallest piece and
@@ -172,32 +174,6 @@ impl Pieces for [Moments] {
 /// piece by piece (with their shifts) and their rows rewritten.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn compose<P: Pieces + ?Sized>(
-    shape: (usize, usize),
-    connectivity: Connectivity,
-    boundary: Boundary,
-    segments: bool,
-    npieces: usize,
-    pieces: &P,
-    joined: Option<&Joined>,
-    parallel: bool,
-) -> ClusterTable {
-    compose_into(
-        None,
-        shape,
-        connectivity,
-        boundary,
-        segments,
-        npieces,
-        pieces,
-        joined,
-        parallel,
-    )
-}
-
-/// [`compose`] into `columns` made ahead ([`Columns::new`] with at least as many rows as the
-/// table has clusters, such as `npieces`; fewer are made afresh).
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn compose_into<P: Pieces + ?Sized>(
     columns: Option<Columns>,
     shape: (usize, usize),
     connectivity: Connectivity,

@@ -64,7 +64,7 @@ pub(crate) struct ShapeColumns {
 
 /// The columns of a table of `n` rows, allocated and their pages faulted in (in parallel when
 /// asked for), so that a caller can pay for that while the pieces are still on their way (the
-/// GPU's download); [`compose_into`] fills them.
+/// GPU's download); [`compose`](super::compose::compose) fills them.
 pub(crate) type Columns = ShapeColumns;
 
 impl ShapeColumns {

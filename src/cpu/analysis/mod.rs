@@ -396,6 +396,7 @@ impl CpuAnalysis {
     /// 5. The pieces composed into clusters (shifted by their winding on periodic lattices).
     fn compose(&self, g: &Run, n: &Counts) -> ClusterTable {
         let mut table = compose(
+            None,
             (g.h, g.w),
             g.connectivity,
             g.boundary,

@@ -30,7 +30,7 @@ use super::analysis::{DeviceAnalysis, PieceRow, BORDER_WORDS, HIST_CAP};
 use crate::core::lattice::{check_size, Input};
 use crate::core::options::Spec;
 use crate::core::size_counts::{PercolatingCluster, SizeCounts};
-use crate::measure::compose::{compose_into, Columns, Pieces};
+use crate::measure::compose::{compose, Columns, Pieces};
 use crate::measure::moments::Moments;
 use crate::measure::wrapping::{Joined, WRAP_X, WRAP_Y};
 use crate::measure::Measures;
@@ -440,7 +440,7 @@ impl CudaAnalyzer {
             (None, Columns::new(np, true))
         };
         let rows = self.dev.rows(np)?;
-        let table = compose_into(
+        let table = compose(
             Some(columns),
             (h, w),
             connectivity,
