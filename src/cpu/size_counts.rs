@@ -101,6 +101,7 @@ pub(crate) fn count<R: JoinRule>(
         connectivity,
         Boundary::Open,
         threads,
+        false,
         forest,
         &mut scratch.strips,
         |s, c| count_strip(s, c, h, w),

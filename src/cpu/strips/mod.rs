@@ -222,7 +222,7 @@ fn label_with<R: JoinRule, I: Index, L: Index>(
 ) -> usize {
     let (h, w) = rule.dim();
     let copy = copy.unwrap_or_else(|| copies_pay(rule, h, w, &mut scratch.seam));
-    let chunk = forest_of(
+    let chunk = forest(
         rule,
         connectivity,
         boundary,
@@ -295,32 +295,11 @@ fn strip_rows(h: usize, strips: usize) -> usize {
 /// run labels still strip-local, to `per_strip` with its own `extras` entry — then the forests
 /// concatenated into `scratch.parent` (strip `k`'s runs shifted by its `offset`), the seams
 /// merged, and the wrapping edges that `boundary` asks for. Returns the rows per strip, 0 for an
-/// empty lattice. Call [`Scratch::restore`] when done with the forest.
-pub(super) fn forest<R: JoinRule, X: Default + Send, I: Index>(
-    rule: &R,
-    connectivity: Connectivity,
-    boundary: Boundary,
-    strips: usize,
-    scratch: &mut Scratch<I>,
-    extras: &mut Vec<X>,
-    per_strip: impl Fn(&mut Strip<I>, &mut X) + Sync,
-) -> usize {
-    forest_of(
-        rule,
-        connectivity,
-        boundary,
-        strips,
-        false,
-        scratch,
-        extras,
-        per_strip,
-    )
-}
-
-/// [`forest`], over the runs or, with `copy`, over the nodes of [`label_strip`] (each strip's
-/// `offset` then shifts its nodes, and `lab` maps its runs to them).
+/// empty lattice. Call [`Scratch::restore`] when done with the forest. The forest's nodes are
+/// the runs, or with `copy` the nodes of [`label_strip`] (each strip's `offset` then shifts its
+/// nodes, and `lab` maps its runs to them).
 #[allow(clippy::too_many_arguments)]
-fn forest_of<R: JoinRule, X: Default + Send, I: Index>(
+pub(super) fn forest<R: JoinRule, X: Default + Send, I: Index>(
     rule: &R,
     connectivity: Connectivity,
     boundary: Boundary,
