@@ -1,8 +1,9 @@
 //! GPU cluster analysis timings at 16384² site percolation at p_c (or `--size N`): raw labeling
 //! (the reference), the shape table without labels (device part by CUDA events, and the host
 //! part that downloads the pieces and builds the table), the same with the label image, `n_s` +
-//! wrapping flags only, and the full table (`Measures::All`: GPU labels, CPU perimeters), for 4-
-//! and 8-connectivity, torus and open. Medians of `--reps` (20) runs after warm-up.
+//! wrapping flags only, and the full table (`Measures::All`: every column on the device for open
+//! boundaries, device and host parts apart; and through the `Analyzer`, host lattice in), for
+//! 4- and 8-connectivity, torus and open. Medians of `--reps` (20) runs after warm-up.
 //!
 //! `cargo bench --bench gpu_analysis -- [--size N] [--reps R] [--check] [--table-only]`
 //! (`--check` compares each GPU table with the CPU's once; `--table-only` leaves out the
@@ -55,7 +56,7 @@ fn run() -> BenchResult<()> {
     let n = size * size;
     println!("lattice: {size}x{size}, p = {p}; medians of {reps} runs, ms");
     println!(
-        "{:<4} {:<8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
+        "{:<4} {:<8} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9} {:>9}",
         "conn",
         "boundary",
         "raw lab",
@@ -68,6 +69,8 @@ fn run() -> BenchResult<()> {
         "ns wall",
         "clusters",
         "floor",
+        "All dev",
+        "All host",
         "All wall"
     );
     for c in [Connectivity::Four, Connectivity::Eight] {
@@ -160,7 +163,33 @@ fn run() -> BenchResult<()> {
                     );
                 }
             }
-            // Measures::All through the Analyzer (GPU labels, CPU perimeters): 3 runs.
+            // Measures::All on the device (open boundaries): device part (events, one wait for
+            // the piece counts inside), host part (downloads and table build, wall).
+            let (mut all_dev, mut all_host) = (Vec::new(), Vec::new());
+            let all_reps = if b == Boundary::Open && !table_only {
+                (reps / 2).max(3) + 1
+            } else {
+                0
+            };
+            for i in 0..all_reps {
+                let t = timer.time(|| gpu.queue_all::<u8, _>(&input, size, size))?;
+                let w = Instant::now();
+                let table = gpu.finish_all()?;
+                let h = w.elapsed().as_secs_f64() * 1e3;
+                if i >= 1 {
+                    all_dev.push(t);
+                    all_host.push(h);
+                }
+                if i == 0 && check {
+                    let want = Analyzer::new(c, b).analyze(lattice.view())?;
+                    println!(
+                        "check {c} {b}: Measures::All table equal to the CPU's: {}",
+                        table == want
+                    );
+                }
+            }
+            // Measures::All through the Analyzer, host lattice in (open: all on the GPU;
+            // periodic: GPU labels, CPU perimeters): 3 runs.
             let mut all = Vec::new();
             let mut an = Analyzer::new(c, b).backend(Backend::Cuda { device: 0 })?;
             for i in 0..if table_only { 0 } else { 4 } {
@@ -178,8 +207,16 @@ fn run() -> BenchResult<()> {
             } else {
                 (format!("{:.3}", median(lab)), format!("{:.1}", median(all)))
             };
+            let (all_dev, all_host) = if all_dev.is_empty() {
+                ("-".to_string(), "-".to_string())
+            } else {
+                (
+                    format!("{:.3}", median(all_dev)),
+                    format!("{:.1}", median(all_host)),
+                )
+            };
             println!(
-                "{:<4} {:<8} {:>8.3} {:>9.3} {:>9.3} {:>9.3} {:>9} {:>9.3} {:>9.3} {:>9.3} {:>9} {:>9.3} {:>9}",
+                "{:<4} {:<8} {:>8.3} {:>9.3} {:>9.3} {:>9.3} {:>9} {:>9.3} {:>9.3} {:>9.3} {:>9} {:>9.3} {:>9} {:>9} {:>9}",
                 c.to_string(),
                 b.to_string(),
                 raw_ms,
@@ -192,6 +229,8 @@ fn run() -> BenchResult<()> {
                 median(wall),
                 pieces,
                 floor,
+                all_dev,
+                all_host,
                 all
             );
         }
@@ -201,8 +240,11 @@ fn run() -> BenchResult<()> {
          (events); tab host: downloads + seam join + table build (wall); cols pcie: the table's \
          column bytes copied from the device into a new host vector (wall). tab+lab: host lattice in, \
          table and labels out (wall). ns dev / ns host / ns wall: n_s + flags, device part \
-         (events), host part, both (wall). All wall: Analyzer with Measures::All on the CUDA \
-         backend (GPU labels, CPU perimeters), host lattice in."
+         (events), host part, both (wall). All dev / All host: Measures::All on the device (open \
+         boundaries only): both analyses, perimeters, hulls and filled areas (events, one wait \
+         for the counts inside) / downloads and table build (wall). All wall: Analyzer with \
+         Measures::All on the CUDA backend, host lattice in (open: every column on the GPU; \
+         periodic: GPU labels, CPU perimeters)."
     );
     Ok(())
 }

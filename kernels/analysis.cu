@@ -37,18 +37,11 @@
 #define HIST_CAP 1024
 #define FULL_LABEL 0xffffffffu
 
-// One piece's accumulators (src/cuda/analysis.rs: PieceRow): the sums of coordinates (only
-// with moments) fill the first 32-byte sector, size and bounding box the second; sxx_hi,
-// syy_hi and pad stay 0 (the row has the layout of the host's Moments).
-struct __align__(64) Row {
-    u64 sx, sy, sxx, syy;
-    u32 size, x_min, x_max, y_min, y_max;
-    u32 sxx_hi, syy_hi, pad;
-};
+#include "analysis_row.cuh"
 
 // Stores a whole row: the moments sector only when `moments` (it is never read otherwise).
 __device__ __forceinline__ void put_row(Row* r, u32 size, u32 x0, u32 x1, u32 y0, u32 y1, u64 sx,
-                                        u64 sy, u64 sxx, u64 syy, bool moments) {
+                                        u64 sy, u64 sxx, u64 syy, u32 first, bool moments) {
     if (moments) {
         ulonglong2* m = reinterpret_cast<ulonglong2*>(r);
         m[0] = make_ulonglong2(sx, sy);
@@ -56,12 +49,12 @@ __device__ __forceinline__ void put_row(Row* r, u32 size, u32 x0, u32 x1, u32 y0
     }
     uint4* b = reinterpret_cast<uint4*>(&r->size);
     b[0] = make_uint4(size, x0, x1, y0);
-    b[1] = make_uint4(y1, 0u, 0u, 0u);
+    b[1] = make_uint4(y1, 0u, 0u, first);
 }
 
 // The empty row (minima at their largest, for atomicMin).
 __device__ __forceinline__ void put_empty(Row* r, bool moments) {
-    put_row(r, 0, 0xffffffffu, 0, 0xffffffffu, 0, 0, 0, 0, 0, moments);
+    put_row(r, 0, 0xffffffffu, 0, 0xffffffffu, 0, 0, 0, 0, 0, 0xffffffffu, moments);
 }
 
 // Without `roots`: rows 0..count[0]. With `roots` (bit runs' records, count = the records'
@@ -96,8 +89,9 @@ __device__ __forceinline__ u32 piece_of(const site_t* __restrict__ in, const u32
 
 // Sums into row r with atomics (after ana_zero): all in the row's two sectors.
 __device__ __forceinline__ void add_row(Row* r, u32 cnt, u32 x0, u32 x1, u32 y0, u32 y1, u64 sx,
-                                        u64 sy, u64 sxx, u64 syy, bool moments) {
+                                        u64 sy, u64 sxx, u64 syy, u32 first, bool moments) {
     atomicAdd(&r->size, cnt);
+    atomicMin(&r->first, first);
     atomicMin(&r->x_min, x0);
     atomicMax(&r->x_max, x1);
     atomicMin(&r->y_min, y0);
@@ -111,11 +105,11 @@ __device__ __forceinline__ void add_row(Row* r, u32 cnt, u32 x0, u32 x1, u32 y0,
 }
 
 // The group's sums (lanes in `grp`, all in row y, columns xc + dx) into piece l.
-__device__ __forceinline__ void add_group(Row* a, u32 l, u32 y, u32 xc, u32 cnt, u32 sdx,
+__device__ __forceinline__ void add_group(Row* a, u32 l, u32 y, u32 w, u32 xc, u32 cnt, u32 sdx,
                                           u32 sdx2, u32 mn, u32 mx, bool moments) {
     const u64 c = cnt, x0 = xc, yy = y;
     add_row(a + l, cnt, xc + mn, xc + mx, y, y, c * x0 + sdx, c * yy,
-            c * x0 * x0 + 2ull * x0 * sdx + sdx2, c * yy * yy, moments);
+            c * x0 * x0 + 2ull * x0 * sdx + sdx2, c * yy * yy, y * w + xc + mn, moments);
 }
 
 #define ANA_ROWS 32
@@ -141,6 +135,7 @@ ana_runs(const site_t* __restrict__ in, const u32* P, Geo g, Row* a, u32* labels
         const u32 yend = min(ys + ANA_ROWS, g.h);
         // The cache (meaningful in lane 0).
         u32 c_lab = NO_LABEL, c_cnt = 0, c_x0 = 0xffffffffu, c_x1 = 0, c_y0 = 0, c_y1 = 0;
+        u32 c_first = 0xffffffffu;
         u64 c_sx = 0, c_sy = 0, c_sxx = 0, c_syy = 0;
         for (u32 y = ys; y < yend; y++) {
             const u32 idx = y * g.w + x;
@@ -181,11 +176,12 @@ ana_runs(const site_t* __restrict__ in, const u32* P, Geo g, Row* a, u32* labels
                     if (lane == 0) {
                         if (c_lab != NO_LABEL) {
                             add_row(a + c_lab, c_cnt, c_x0, c_x1, c_y0, c_y1, c_sx, c_sy, c_sxx,
-                                    c_syy, mom);
+                                    c_syy, c_first, mom);
                         }
                         c_lab = nl;
                         c_cnt = 0;
                         c_x0 = 0xffffffffu;
+                        c_first = 0xffffffffu;
                         c_x1 = 0;
                         c_y0 = y;
                         c_sx = c_sy = c_sxx = c_syy = 0;
@@ -204,6 +200,7 @@ ana_runs(const site_t* __restrict__ in, const u32* P, Geo g, Row* a, u32* labels
                     const u64 c = vc, x0 = xc, yy = y;
                     c_cnt += vc;
                     c_x0 = min(c_x0, xc + vmn);
+                    c_first = min(c_first, y * g.w + xc + vmn);
                     c_x1 = max(c_x1, xc + vmx);
                     c_y1 = y;
                     if (mom) {
@@ -215,15 +212,16 @@ ana_runs(const site_t* __restrict__ in, const u32* P, Geo g, Row* a, u32* labels
                 }
             }
             if (leader && !((hit >> lane) & 1u)) {
-                add_group(a, mine, y, xc, cnt, sdx, sdx2, mn, mx, mom);
+                add_group(a, mine, y, g.w, xc, cnt, sdx, sdx2, mn, mx, mom);
             }
 #else
             // Older devices: one set of atomics per site.
-            if (occ) add_group(a, mine, y, xc, 1, lane, lane * lane, lane, lane, mom);
+            if (occ) add_group(a, mine, y, g.w, xc, 1, lane, lane * lane, lane, lane, mom);
 #endif
         }
         if (lane == 0 && c_lab != NO_LABEL) {
-            add_row(a + c_lab, c_cnt, c_x0, c_x1, c_y0, c_y1, c_sx, c_sy, c_sxx, c_syy, mom);
+            add_row(a + c_lab, c_cnt, c_x0, c_x1, c_y0, c_y1, c_sx, c_sy, c_sxx, c_syy, c_first,
+                    mom);
         }
     }
 }
@@ -255,12 +253,14 @@ ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments) {
     for (u32 i0 = blockIdx.x * blockDim.x + (threadIdx.x & ~31u); i0 < total; i0 += stride) {
         const u32 i = i0 + lane;
         const bool valid = i < total, edge = i >= ni;
-        u32 l = FULL_LABEL, s = 0, xmn = 0, xmx = 0, ymn = 0, ymx = 0;
+        u32 l = FULL_LABEL, s = 0, xmn = 0, xmx = 0, ymn = 0, ymx = 0, first = 0;
         u64 sx = 0, sy = 0, sxx = 0, syy = 0;
         if (valid) {
             const u32 j = edge ? rec.cap - 1 - (i - ni) : i;
             const u32 site = rec.root[j];
             l = L[site] & ~FLAG;
+            // The local root is the component's first site in the tile.
+            first = site;
             const u32 ys = div_w(g, site);
             const u32 x0 = (site - ys * g.w) & ~(TW - 1), y0 = ys - ys % TH;
             const u64 A = rec.a[j], B = rec.b[j];
@@ -280,7 +280,7 @@ ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments) {
                 syy = Y * Y * n + 2ull * Y * ly + lyy;
             }
             if (!edge) {
-                put_row(a + l, s, xmn, xmx, ymn, ymx, sx, sy, sxx, syy, moments != 0);
+                put_row(a + l, s, xmn, xmx, ymn, ymx, sx, sy, sxx, syy, first, moments != 0);
             }
         }
         // The pieces with many edge records (the percolating one above all) would serialise
@@ -296,6 +296,7 @@ ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments) {
             xmx = __reduce_max_sync(grp, xmx);
             ymn = __reduce_min_sync(grp, ymn);
             ymx = __reduce_max_sync(grp, ymx);
+            first = __reduce_min_sync(grp, first);
             if (moments) {
                 sx = grp_sum64(grp, sx);
                 sy = grp_sum64(grp, sy);
@@ -307,7 +308,7 @@ ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments) {
 #else
         (void)active;
 #endif
-        add_row(a + l, s, xmn, xmx, ymn, ymx, sx, sy, sxx, syy, moments != 0);
+        add_row(a + l, s, xmn, xmx, ymn, ymx, sx, sy, sxx, syy, first, moments != 0);
     }
 }
 #endif

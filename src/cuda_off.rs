@@ -53,6 +53,18 @@ impl CudaAnalyzer {
     ) -> Result<(ClusterTable, Labels)> {
         match self.0 {}
     }
+    pub(crate) fn analyze_all<T: SiteValue>(
+        &mut self,
+        _: ArrayView2<'_, T>,
+    ) -> Result<ClusterTable> {
+        match self.0 {}
+    }
+    pub(crate) fn analyze_all_labeled<T: SiteValue>(
+        &mut self,
+        _: ArrayView2<'_, T>,
+    ) -> Result<(ClusterTable, Labels)> {
+        match self.0 {}
+    }
 }
 
 /// The GPU region grower: never, in this build.

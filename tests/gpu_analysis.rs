@@ -60,6 +60,25 @@ fn first_difference(a: &ClusterTable, b: &ClusterTable) -> String {
     col!(wraps_y);
     col!(spans_x);
     col!(spans_y);
+    macro_rules! opt {
+        ($f:ident) => {
+            match (&a.$f, &b.$f) {
+                (Some(x), Some(y)) if x != y => {
+                    let i = x.iter().zip(y.iter()).position(|(p, q)| p != q);
+                    let v = i.map(|i| (x[i], y[i]));
+                    return format!("column {} differs at row {i:?}: {v:?}", stringify!($f));
+                }
+                (x, y) if x.is_some() != y.is_some() => {
+                    return format!("column {} present on one side only", stringify!($f));
+                }
+                _ => {}
+            }
+        };
+    }
+    opt!(site_perimeter);
+    opt!(bond_perimeter);
+    opt!(hull_perimeter);
+    opt!(filled_area);
     "metadata".into()
 }
 
@@ -242,6 +261,109 @@ fn analyzer_backends_give_equal_tables() {
             }
         }
     }
+}
+
+/// Concentric square rings, alternately occupied and empty: a tree of holes `n / 4` deep.
+fn rings(n: usize) -> Array2<u8> {
+    Array2::from_shape_fn((n, n), |(y, x)| {
+        u8::from(y.min(x).min(n - 1 - y).min(n - 1 - x) % 2 == 0)
+    })
+}
+
+/// The GPU's `Measures::All` table (open boundaries) and labels equal the CPU's.
+fn check_all(gpus: &mut Gpus, lattice: &Array2<u8>, c: Connectivity) {
+    let b = Boundary::Open;
+    let what = format!("{:?} {c:?}", lattice.dim());
+    let mut cpu = Analyzer::new(c, b);
+    let (want, want_labels) = cpu.analyze_labeled(lattice.view()).unwrap();
+    assert!(want.filled_area.is_some());
+    let g = gpus.get(c, b);
+    let got = g.analyze_all(lattice.view()).unwrap();
+    assert!(got == want, "{what}: {}", first_difference(&got, &want));
+    let (got, labels) = g.analyze_all_labeled(lattice.view()).unwrap();
+    assert!(
+        got == want,
+        "{what} (labeled): {}",
+        first_difference(&got, &want)
+    );
+    assert_eq!(labels.array(), want_labels.array(), "{what}");
+}
+
+#[test]
+#[ignore = "needs a CUDA device"]
+fn all_measures_match_the_cpu() {
+    let mut gpus = Gpus(Vec::new());
+    let mut r = rng(17);
+    let shapes = [
+        (1, 1),
+        (1, 2),
+        (2, 1),
+        (1, 37),
+        (37, 1),
+        (2, 2),
+        (3, 3),
+        (5, 7),
+        (31, 31),
+        (33, 33),
+        (63, 65),
+        (17, 200),
+        (200, 17),
+        (100, 129),
+        (257, 255),
+        (33, 1023),
+        (40, 1025),
+        (65, 2049),
+    ];
+    let mut cases = 0;
+    for &(h, w) in &shapes {
+        for p in [0.0, 0.2, 0.45, 0.5927, 0.7, 0.85, 1.0] {
+            let lattice = random_lattice(h, w, p, &mut r);
+            for c in CONNECTIVITIES {
+                check_all(&mut gpus, &lattice, c);
+                cases += 1;
+            }
+        }
+    }
+    // Deep trees of holes, shapes with holes in holes, tiles crowded with components, and
+    // lattices large enough for many tiles and warps' strips.
+    let mut lattices = vec![rings(1), rings(2), rings(9), rings(64), rings(301)];
+    lattices.push(spiral(41));
+    lattices.push(stripes(33, 40, true));
+    lattices.push(checkerboard(32, 32));
+    lattices.push(checkerboard(33, 31));
+    lattices.push(Array2::from_shape_fn((70, 2100), |(y, x)| {
+        u8::from(x % 2 == 0 && y % 3 != 2)
+    }));
+    for &(h, w) in &[(1024, 1024), (1000, 1531), (2048, 333)] {
+        for p in [0.4, 0.5927, 0.75] {
+            lattices.push(random_lattice(h, w, p, &mut r));
+        }
+    }
+    for l in &lattices {
+        for c in CONNECTIVITIES {
+            check_all(&mut gpus, l, c);
+            cases += 1;
+        }
+    }
+    eprintln!("{cases} cases");
+    // Wider site types; a periodic analyzer refuses (the front end measures those on the CPU).
+    let l16 = random_lattice(300, 301, 0.6, &mut r).mapv(|v| u16::from(v) * 300);
+    let want = Analyzer::new(Connectivity::Four, Boundary::Open)
+        .analyze(l16.view())
+        .unwrap();
+    let got = gpus
+        .get(Connectivity::Four, Boundary::Open)
+        .analyze_all(l16.view())
+        .unwrap();
+    assert!(got == want, "u16: {}", first_difference(&got, &want));
+    let err = gpus
+        .get(Connectivity::Four, Boundary::Periodic)
+        .analyze_all(l16.view())
+        .unwrap_err();
+    assert!(
+        matches!(err, clusterlab::Error::InvalidArgument(_)),
+        "{err}"
+    );
 }
 
 /// Without a device, the CUDA backend is an error and Auto falls back to the CPU.

@@ -211,10 +211,11 @@ impl Analyzer {
     }
 
     /// Where to run (default [`Backend::Auto`]: the CPU for calls on host arrays). On a GPU ([`Backend::Cuda`], feature `cuda`),
-    /// [`Measures::Shape`] tables of occupancy lattices are computed entirely on the device (see
-    /// `cuda::CudaAnalyzer`); with [`Measures::All`] or segments the lattice and its complement
-    /// are labeled on the GPU and the perimeters and filled areas measured on the CPU. Tables
-    /// are identical on every backend. [`Backend::Auto`] takes GPU 0 when it is usable, the CPU
+    /// [`Measures::Shape`] tables of occupancy lattices, and [`Measures::All`] tables of
+    /// occupancy lattices with open boundaries, are computed entirely on the device (see
+    /// `cuda::CudaAnalyzer`); otherwise (periodic [`Measures::All`], segments) the lattice and
+    /// its complement are labeled on the GPU and the perimeters and filled areas measured on the
+    /// CPU. Tables are identical on every backend. [`Backend::Auto`] takes GPU 0 when it is usable, the CPU
     /// otherwise.
     ///
     /// # Errors
@@ -318,6 +319,11 @@ impl Analyzer {
             self.cpu.clear_labels();
             return Ok(table);
         }
+        if let Some(g) = self.gpu_all() {
+            let table = g.analyze_all(lattice)?;
+            self.cpu.clear_labels();
+            return Ok(table);
+        }
         // The backends take contiguous rows.
         let copy;
         let lattice = if lattice.ncols() <= 1 || lattice.strides()[1] == 1 {
@@ -335,9 +341,22 @@ impl Analyzer {
         pool.install(|_| cpu.run(lattice, &options, measures, parallel, labeler))?
     }
 
-    /// The GPU analyzer when it computes the whole table.
+    /// The GPU analyzer when it computes the whole [`Measures::Shape`] table.
     fn gpu_shape(&mut self) -> Option<&mut GpuAnalyzer> {
         if self.measures == Measures::Shape && !self.options.segments {
+            self.gpu.as_mut()
+        } else {
+            None
+        }
+    }
+
+    /// The GPU analyzer when it computes the whole [`Measures::All`] table: occupancy lattices
+    /// with open boundaries.
+    fn gpu_all(&mut self) -> Option<&mut GpuAnalyzer> {
+        if self.measures == Measures::All
+            && !self.options.segments
+            && self.options.boundary == Boundary::Open
+        {
             self.gpu.as_mut()
         } else {
             None
@@ -405,6 +424,11 @@ impl Analyzer {
     ) -> Result<(ClusterTable, Labels)> {
         if let Some(g) = self.gpu_shape() {
             let (table, labels) = g.analyze_labeled(lattice)?;
+            self.cpu.set_labels(&labels);
+            return Ok((table, labels));
+        }
+        if let Some(g) = self.gpu_all() {
+            let (table, labels) = g.analyze_all_labeled(lattice)?;
             self.cpu.set_labels(&labels);
             return Ok((table, labels));
         }

@@ -42,8 +42,10 @@ pub(crate) struct PieceRow {
     pub x_max: u32,
     pub y_min: u32,
     pub y_max: u32,
-    /// Zero on the device (`sxx_hi`, `syy_hi`, padding).
-    pad: [u32; 3],
+    /// Zero on the device (`sxx_hi`, `syy_hi`).
+    pad: [u32; 2],
+    /// The piece's first site (raster index), for the tree of holes (`perimeters.cu`).
+    pub first: u32,
 }
 
 /// Bytes of a [`PieceRow`].
@@ -331,6 +333,11 @@ impl DeviceAnalysis {
             bit_runs::final_pass(gpu, module, job, &bufs)?;
         }
         Ok(())
+    }
+
+    /// The device address of the pieces' rows ([`PieceRow`], piece `p` at index `p − 1`).
+    pub(crate) fn rows_ptr(&self) -> sys::CUdeviceptr {
+        self.acc.ptr
     }
 
     /// Waits and returns the piece count of the last queued run.

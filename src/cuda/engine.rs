@@ -302,8 +302,8 @@ impl Engine {
             Family::Ha4 => ha4::run(gpu, module, job, &bufs),
             Family::BitRuns => bit_runs::run(gpu, module, job, &bufs),
             Family::SwendsenWang => swendsen_wang::run(gpu, module, job, &bufs),
-            Family::Regions | Family::Strips => Err(Error::InvalidArgument(
-                "the regions and strip-join kernels do not label".into(),
+            Family::Regions | Family::Strips | Family::Perimeters => Err(Error::InvalidArgument(
+                "the regions, strip-join and perimeter kernels do not label".into(),
             )),
         }
     }

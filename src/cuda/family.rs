@@ -10,6 +10,11 @@ pub(crate) const HEADERS: &[(&str, &str)] = &[
     ("canonical.cu", include_str!("../../kernels/canonical.cu")),
     ("analysis.cu", include_str!("../../kernels/analysis.cu")),
     (
+        "analysis_row.cuh",
+        include_str!("../../kernels/analysis_row.cuh"),
+    ),
+    ("perimeters.cu", include_str!("../../kernels/perimeters.cu")),
+    (
         "bit_runs_records.cuh",
         include_str!("../../kernels/bit_runs_records.cuh"),
     ),
@@ -101,6 +106,8 @@ pub(crate) enum Family {
     BitRuns,
     /// Seeded regions' kernels (not a labeling algorithm).
     Regions,
+    /// Perimeters, hulls and filled areas of the cluster analysis (not a labeling algorithm).
+    Perimeters,
     /// Bond-masked labeling and the Swendsen–Wang sweep (every site occupied).
     SwendsenWang,
     /// The multi-strip join's relabeling passes (not a labeling algorithm of its own).
@@ -117,6 +124,7 @@ impl Family {
             Family::Ha4 => super::ha4::FILE,
             Family::BitRuns => super::bit_runs::FILE,
             Family::Regions => super::regions::FILE,
+            Family::Perimeters => super::perimeters::FILE,
             Family::SwendsenWang => super::swendsen_wang::FILE,
             Family::Strips => super::multi::strip::FILE,
         }
@@ -131,6 +139,7 @@ impl Family {
             Family::Ha4 => super::ha4::KERNELS,
             Family::BitRuns => super::bit_runs::KERNELS,
             Family::Regions => super::regions::KERNELS,
+            Family::Perimeters => super::perimeters::KERNELS,
             Family::SwendsenWang => super::swendsen_wang::KERNELS,
             Family::Strips => super::multi::strip::KERNELS,
         }
@@ -170,6 +179,7 @@ impl ModuleKey {
                 | Family::Ha4
                 | Family::BitRuns
                 | Family::Regions
+                | Family::Perimeters
                 | Family::SwendsenWang
                 | Family::Strips,
                 _,
@@ -278,6 +288,7 @@ mod tests {
             Family::TileMerge,
             Family::Ha4,
             Family::BitRuns,
+            Family::Perimeters,
         ] {
             for site in [SiteType::U8, SiteType::U16, SiteType::U32] {
                 for conn8 in [false, true] {

@@ -65,6 +65,7 @@ mod label_equivalence;
 mod labeler;
 mod multi;
 mod percolation_batch;
+mod perimeters;
 mod regions;
 mod rows;
 mod runtime;

@@ -19,11 +19,16 @@
 //! the pieces off the periodic seams (exact up to 1024 sites, larger and spanning ones listed),
 //! plus the seam pieces joined on the host, gives `n_s` and the wrapping / spanning flags.
 //!
-//! Only [`Measures::Shape`] is computed on the GPU. [`crate::Analyzer`] with a CUDA backend and
-//! [`Measures::All`] labels on the GPU and measures the perimeters and filled areas on the CPU.
+//! [`CudaAnalyzer::analyze_all`] adds the perimeters, hulls and filled areas ([`Measures::All`])
+//! for lattices with open boundaries, on the device too ([`full`]). [`crate::Analyzer`] with a
+//! CUDA backend takes that path for open occupancy lattices; for periodic ones or segments it
+//! labels the lattice and its complement on the GPU and measures the perimeters and filled
+//! areas on the CPU.
 
 // n_s and flags without a table, and the labeling backend's entry to them.
 mod counts;
+// Measures::All tables: perimeters, hulls and filled areas on the device.
+mod full;
 pub(crate) use counts::size_counts_into;
 
 use super::analysis::{DeviceAnalysis, PieceRow, BORDER_WORDS, HIST_CAP};
@@ -84,6 +89,11 @@ pub struct CudaAnalyzer {
     pending: Option<Pending>,
     joined: Joined,
     staging: Vec<u8>,
+    /// The complement's analysis and the perimeter kernels, made on the first
+    /// [`CudaAnalyzer::analyze_all`].
+    perimeters: Option<super::perimeters::DevicePerimeters>,
+    /// [`CudaAnalyzer::queue_all`] queued the perimeters too.
+    all_pending: bool,
 }
 
 /// Index of edge site `(y, x)` in `ana_border`'s output.
@@ -111,6 +121,8 @@ impl CudaAnalyzer {
             pending: None,
             joined: Joined::parallel(),
             staging: Vec::new(),
+            perimeters: None,
+            all_pending: false,
         })
     }
 
@@ -130,6 +142,8 @@ impl CudaAnalyzer {
             pending: None,
             joined: Joined::parallel(),
             staging: Vec::new(),
+            perimeters: None,
+            all_pending: false,
         })
     }
 
@@ -324,6 +338,7 @@ impl CudaAnalyzer {
         w: usize,
         what: Pending,
     ) -> Result<()> {
+        self.all_pending = false;
         let job = self.dev.job::<T>(h, w)?;
         let periodic = self.dev.boundary != Boundary::Open;
         let labels = match what {

@@ -1,0 +1,159 @@
+//! [`Measures::All`] tables on the GPU: the lattice's analysis with its label image, then the
+//! complement's and the perimeter kernels ([`crate::cuda::perimeters`]), for occupancy lattices
+//! with open boundaries. Periodic lattices keep the CPU's measuring passes (their filled areas
+//! and hulls come from the region graph's articulation points, which has no GPU version yet).
+
+use super::{CudaAnalyzer, Pending};
+use crate::core::lattice::check_size;
+use crate::cuda::family::SiteType;
+use crate::cuda::perimeters::DevicePerimeters;
+use crate::measure::moments::Perimeter;
+use crate::measure::Measures;
+use crate::{Boundary, ClusterTable, Error, Labels, Result, SiteValue};
+use ndarray::{Array2, ArrayView2};
+use rayon::prelude::*;
+
+impl CudaAnalyzer {
+    /// The [`Measures::All`] table of a host occupancy lattice (nonzero = occupied) with open
+    /// boundaries, every column computed on the device; identical to the CPU's.
+    ///
+    /// Device memory: besides [`CudaAnalyzer::analyze`]'s, the label image (4 bytes per site),
+    /// the complement's analysis (as much again, on byte sites), and 20 bytes per cluster or
+    /// complement region.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] for an analyzer with periodic boundaries (use
+    /// [`crate::Analyzer`], which measures them on the CPU), and as [`CudaAnalyzer::analyze`].
+    pub fn analyze_all<T: SiteValue>(
+        &mut self,
+        lattice: ArrayView2<'_, T>,
+    ) -> Result<ClusterTable> {
+        self.all(lattice, false).map(|(table, _)| table)
+    }
+
+    /// [`CudaAnalyzer::analyze_all`] and the labels (`1..=n` in raster order, as the CPU's).
+    ///
+    /// # Errors
+    /// As [`CudaAnalyzer::analyze_all`].
+    pub fn analyze_all_labeled<T: SiteValue>(
+        &mut self,
+        lattice: ArrayView2<'_, T>,
+    ) -> Result<(ClusterTable, Labels)> {
+        let (table, labels) = self.all(lattice, true)?;
+        Ok((table, labels.expect("asked for")))
+    }
+
+    /// Queues the [`Measures::All`] analysis of a `height × width` lattice already on this
+    /// analyzer's device (row-major, open boundaries) and returns when the device has the last
+    /// kernel (it waits once, for the piece counts); [`CudaAnalyzer::finish_all`] downloads
+    /// and builds the table. Everything until then stays on the device, so that the caller can
+    /// time the device work with events on [`CudaAnalyzer::stream`].
+    ///
+    /// # Errors
+    /// As [`CudaAnalyzer::queue_table`] and [`CudaAnalyzer::analyze_all`].
+    pub fn queue_all<T: SiteValue, I: cudarc::driver::DevicePtr<T>>(
+        &mut self,
+        input: &I,
+        height: usize,
+        width: usize,
+    ) -> Result<()> {
+        let ptr = self.device_input(input, height, width)?;
+        self.queue_all_ptr::<T>(ptr, height, width)
+    }
+
+    fn queue_all_ptr<T: SiteValue>(&mut self, input: u64, h: usize, w: usize) -> Result<()> {
+        if self.dev.boundary != Boundary::Open {
+            return Err(Error::InvalidArgument(
+                "the GPU's perimeters and filled areas need open boundaries; \
+                 crate::Analyzer measures periodic lattices on the CPU"
+                    .into(),
+            ));
+        }
+        self.all_pending = false;
+        self.queue_ptr::<T>(input, h, w, Pending::Table { labels: true })?;
+        if h * w > 0 {
+            if self.perimeters.is_none() {
+                self.perimeters = Some(DevicePerimeters::new(
+                    self.stream().clone(),
+                    self.dev.connectivity,
+                )?);
+            }
+            let per = self.perimeters.as_mut().expect("made above");
+            per.queue(&mut self.dev, SiteType::of::<T>(), input, (h, w))?;
+        }
+        self.all_pending = true;
+        Ok(())
+    }
+
+    /// Waits for [`CudaAnalyzer::queue_all`] and builds its table.
+    ///
+    /// # Errors
+    /// [`Error::InvalidArgument`] when no such analysis was queued, [`Error::Cuda`] when the
+    /// kernels or the copies failed.
+    pub fn finish_all(&mut self) -> Result<ClusterTable> {
+        if !std::mem::take(&mut self.all_pending) {
+            return Err(Error::InvalidArgument(
+                "no Measures::All analysis was queued on this analyzer".into(),
+            ));
+        }
+        let job = self
+            .dev
+            .job
+            .ok_or_else(|| Error::InvalidArgument("nothing queued".into()))?;
+        if job.sites() == 0 {
+            self.pending = None;
+            return Ok(ClusterTable::empty(
+                (job.height, job.width),
+                self.dev.connectivity,
+                self.dev.boundary,
+                false,
+                Measures::All,
+            ));
+        }
+        let per = self.perimeters.as_mut().expect("queued");
+        per.queue_download()?;
+        let table = self.finish_table()?;
+        let per = self.perimeters.as_mut().expect("queued");
+        let (rows, filled) = per.results()?;
+        let perimeter: Vec<Perimeter> = rows
+            .par_iter()
+            .map(|r| Perimeter {
+                site: u64::from(r.site),
+                bond: r.bond,
+                hull: u64::from(r.hull),
+            })
+            .collect();
+        Ok(table.with_full(&perimeter, filled, true))
+    }
+
+    fn all<T: SiteValue>(
+        &mut self,
+        lattice: ArrayView2<'_, T>,
+        want_labels: bool,
+    ) -> Result<(ClusterTable, Option<Labels>)> {
+        let (h, w) = lattice.dim();
+        check_size(h, w)?;
+        if self.dev.boundary == Boundary::Open && h * w > 0 {
+            self.upload(lattice, true)?;
+        }
+        let input = self.dev.input.ptr;
+        self.queue_all_ptr::<T>(input, h, w)?;
+        let table = self.finish_all()?;
+        let labels = if want_labels {
+            let flat = if h * w == 0 {
+                Vec::new()
+            } else {
+                self.dev.labels(h * w)?
+            };
+            let array = Array2::from_shape_vec((h, w), flat)
+                .map_err(|e| Error::InvalidArgument(format!("label array: {e}")))?;
+            Some(Labels {
+                array,
+                count: table.count(),
+            })
+        } else {
+            None
+        };
+        Ok((table, labels))
+    }
+}
