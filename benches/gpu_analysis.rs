@@ -5,9 +5,10 @@
 //! boundaries, device and host parts apart; and through the `Analyzer`, host lattice in), for
 //! 4- and 8-connectivity, torus and open. Medians of `--reps` (20) runs after warm-up.
 //!
-//! `cargo bench --bench gpu_analysis -- [--size N] [--reps R] [--check] [--table-only]`
+//! `cargo bench --bench gpu_analysis -- [--size N] [--reps R] [--check] [--table-only] [--all-only]`
 //! (`--check` compares each GPU table with the CPU's once; `--table-only` leaves out the
-//! label-image and `Measures::All` columns, the slow ones, printed as `-`).
+//! label-image and `Measures::All` columns, the slow ones, printed as `-`; `--all-only` times
+//! raw labeling and the device's `Measures::All` only, the other medians printed as NaN).
 
 mod common;
 
@@ -20,11 +21,12 @@ use std::process::ExitCode;
 use std::time::Instant;
 
 const USAGE: &str =
-    "usage: cargo bench --bench gpu_analysis -- [--size N] [--reps R] [--check] [--table-only]
+    "usage: cargo bench --bench gpu_analysis -- [--size N] [--reps R] [--check] [--table-only] [--all-only]
   --size N       lattice side (default 16384)
   --reps R       timed runs per measurement (default 20)
   --check        compare each GPU table with the CPU's once
-  --table-only   skip the label-image and Measures::All columns (printed as -)";
+  --table-only   skip the label-image and Measures::All columns (printed as -)
+  --all-only     time raw labeling and the device's Measures::All only (others NaN)";
 
 fn main() -> ExitCode {
     common::report("gpu_analysis", run())
@@ -35,6 +37,7 @@ fn run() -> BenchResult<()> {
     let mut reps = 20usize;
     let mut check = false;
     let mut table_only = false;
+    let mut all_only = false;
     let mut args = Args::from_env(USAGE);
     while let Some(a) = args.next_flag() {
         match a.as_str() {
@@ -42,6 +45,7 @@ fn run() -> BenchResult<()> {
             "--reps" => reps = args.value("--reps"),
             "--check" => check = true,
             "--table-only" => table_only = true,
+            "--all-only" => all_only = true,
             other => args.unknown(other),
         }
     }
@@ -94,7 +98,9 @@ fn run() -> BenchResult<()> {
             // Shape table: device part, then host part.
             let (mut dev, mut host) = (Vec::new(), Vec::new());
             let mut pieces = 0;
-            for i in 0..reps + 2 {
+            // (--all-only: no runs, NaN medians.)
+            let other = if all_only { 0 } else { reps + 2 };
+            for i in 0..other {
                 let t = timer.time(|| gpu.queue_table::<u8, _>(&input, size, size))?;
                 let w = Instant::now();
                 let table = gpu.finish_table()?;
@@ -117,7 +123,7 @@ fn run() -> BenchResult<()> {
             // a device-built table would (pageable memory, fresh each time: wall).
             let cols = stream.alloc_zeros::<u8>(pieces * 68)?;
             let mut copy = Vec::new();
-            for i in 0..reps + 2 {
+            for i in 0..other {
                 let w = Instant::now();
                 let v = stream.clone_dtoh(&cols)?;
                 let t = w.elapsed().as_secs_f64() * 1e3;
@@ -130,7 +136,11 @@ fn run() -> BenchResult<()> {
             let pcie = median(copy);
             // With the label image (host arrays in and out: wall time).
             let mut lab = Vec::new();
-            for i in 0..if table_only { 0 } else { (reps / 4).max(3) + 1 } {
+            for i in 0..if table_only || all_only {
+                0
+            } else {
+                (reps / 4).max(3) + 1
+            } {
                 let w = Instant::now();
                 let _ = gpu.analyze_labeled(lattice.view())?;
                 if i >= 1 {
@@ -139,7 +149,7 @@ fn run() -> BenchResult<()> {
             }
             // n_s + flags.
             let (mut dev, mut host, mut wall) = (Vec::new(), Vec::new(), Vec::new());
-            for i in 0..reps + 2 {
+            for i in 0..other {
                 let w0 = Instant::now();
                 let t = timer.time(|| gpu.queue_size_counts::<u8, _>(&input, size, size))?;
                 let w = Instant::now();
@@ -192,7 +202,7 @@ fn run() -> BenchResult<()> {
             // periodic: GPU labels, CPU perimeters): 3 runs.
             let mut all = Vec::new();
             let mut an = Analyzer::new(c, b).backend(Backend::Cuda { device: 0 })?;
-            for i in 0..if table_only { 0 } else { 4 } {
+            for i in 0..if table_only || all_only { 0 } else { 4 } {
                 let w = Instant::now();
                 let _ = an.analyze(lattice.view())?;
                 if i >= 1 {

@@ -13,13 +13,16 @@
 //                  (hole_of, 0 for the outside), and each parent's child count.
 //   pm_filled      subtree sums from the leaves up: a child adds its subtree into its parent,
 //                  and the child that completes a parent carries on with it, so that deep
-//                  nesting costs one thread's walk rather than a launch per level.
+//                  nesting costs one thread's walk rather than a launch per level. Both
+//                  pm_nodes and pm_filled add per parent in warps, then per block.
 //   pm_sites       per occupied site: its (site, empty neighbour) bonds; each empty neighbour s
 //                  counts for the site perimeter only at the first of s's neighbour slots (in
 //                  raster order) that holds this cluster, so that every (empty site, cluster)
 //                  pair is counted once, and for the hull unless s's region is a hole of this
 //                  cluster. A warp walks a strip of rows with a five-row window of labels in
-//                  registers; its sums are grouped per cluster as ana_runs groups its runs.
+//                  registers; its sums are grouped per cluster in the warp (one reduction
+//                  of the three counts packed), then in a shared-memory table per tile of
+//                  eight warps' columns.
 #pragma once
 #include "common.cuh"
 #include "analysis_row.cuh"
@@ -38,10 +41,24 @@ struct PerimRow {
     u32 site, hull;
 };
 
+// Byte sites 16 at a time when the input is 16-byte aligned (the output always is).
 extern "C" __global__ void __launch_bounds__(256)
 pm_complement(const site_t* __restrict__ in, u8* __restrict__ out, u32 n) {
     const u32 stride = gridDim.x * blockDim.x;
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
+    u32 done = 0;
+    if (sizeof(site_t) == 1 && (reinterpret_cast<size_t>(in) & 15) == 0) {
+        const uint4* in4 = reinterpret_cast<const uint4*>(in);
+        uint4* out4 = reinterpret_cast<uint4*>(out);
+        const u32 n16 = n / 16;
+        for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n16; i += stride) {
+            const uint4 q = in4[i];
+            // __vcmpeq4: 0xff in each byte equal to 0.
+            out4[i] = make_uint4(__vcmpeq4(q.x, 0u) & 0x01010101u, __vcmpeq4(q.y, 0u) & 0x01010101u,
+                                 __vcmpeq4(q.z, 0u) & 0x01010101u, __vcmpeq4(q.w, 0u) & 0x01010101u);
+        }
+        done = n16 * 16;
+    }
+    for (u32 i = done + blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
         out[i] = in[i] == 0;
     }
 }
@@ -50,29 +67,69 @@ __device__ __forceinline__ bool on_edge(const Row& r, u32 h, u32 w) {
     return r.x_min == 0 || r.y_min == 0 || r.x_max == w - 1 || r.y_max == h - 1;
 }
 
-// base[p] += cnt for the lanes of `act`, each with its own p: the lanes with one p add their
-// sum with one atomic by their first lane, since most nodes of a lattice near p_c share one
-// parent (the percolating cluster or the outside's largest hole), whose word would serialise
-// them. Call from every lane of `act`.
-__device__ __forceinline__ void grouped_add(u32* base, u32 act, u32 p, u32 cnt) {
+// Nodes per block of pm_nodes and pm_filled, and the slots of their shared table of parents.
+#define PM_CHUNK 2048
+#define PM_PSLOTS 512
+
+// A block's sums per parent (key = parent + 1, 0 = free): most nodes of a lattice near p_c
+// share one parent (the percolating cluster, or the largest hole), whose words would serialise
+// one atomic per node in L2; the block adds once per parent instead.
+struct ParentTable {
+    u32 key[PM_PSLOTS];
+    u32 cnt[PM_PSLOTS];
+    u64 sum[PM_PSLOTS];
+};
+
+__device__ __forceinline__ void parents_clear(ParentTable& t) {
+    for (u32 i = threadIdx.x; i < PM_PSLOTS; i += blockDim.x) {
+        t.key[i] = 0;
+        t.cnt[i] = 0;
+        t.sum[i] = 0;
+    }
+}
+
+// Adds (cnt, s) for parent p into the table; false when no slot was found in 8 probes.
+__device__ __forceinline__ bool parents_add(ParentTable& t, u32 p, u32 cnt, u64 s) {
+    u32 i = ((p + 1) * 2654435761u) >> 23; // 9 bits: PM_PSLOTS
+    for (u32 k = 0; k < 8; k++, i = (i + 1) & (PM_PSLOTS - 1)) {
+        const u32 old = atomicCAS(&t.key[i], 0u, p + 1);
+        if (old == 0u || old == p + 1) {
+            atomicAdd(&t.cnt[i], cnt);
+            if (s) atomicAdd(&t.sum[i], s);
+            return true;
+        }
+    }
+    return false;
+}
+
+// The lanes of `act` group by their parent p (one warp reduction) and each group's first lane
+// adds (cnt, s) into the block's table, or calls `direct` when it is full.
+template <typename F>
+__device__ __forceinline__ void grouped(ParentTable& t, u32 act, u32 p, u32 cnt, u64 s,
+                                        F direct) {
 #if __CUDA_ARCH__ >= 800
     const u32 grp = __match_any_sync(act, p);
     cnt = __reduce_add_sync(grp, cnt);
+    // Leaves' subtrees are their own sizes, below 2^31 together (disjoint): a u32 sum.
+    s = __reduce_add_sync(grp, (u32)s);
     if ((threadIdx.x & 31) != (u32)(__ffs(grp) - 1)) return;
 #else
     (void)act;
 #endif
-    atomicAdd(base + p, cnt);
+    if (!parents_add(t, p, cnt, s)) direct(p, cnt, s);
 }
 
-// `kids` must be zero. Warp-uniform loop (the grouped atomics need whole warps).
+// `kids` must be zero. Block b takes nodes [b PM_CHUNK, (b + 1) PM_CHUNK).
 extern "C" __global__ void __launch_bounds__(256)
 pm_nodes(const Row* __restrict__ rc, const Row* __restrict__ re, u32 n, u32 m,
          const u32* __restrict__ L, const u32* __restrict__ E, u32 h, u32 w, u32* parent,
          u64* sub, u32* kids, u32* hole_of) {
-    const u32 stride = gridDim.x * blockDim.x;
-    for (u32 v0 = blockIdx.x * blockDim.x + (threadIdx.x & ~31u); v0 < n + m; v0 += stride) {
-        const u32 v = v0 + (threadIdx.x & 31);
+    __shared__ ParentTable tab;
+    parents_clear(tab);
+    __syncthreads();
+    const u32 base = blockIdx.x * PM_CHUNK;
+    for (u32 i = threadIdx.x; i < PM_CHUNK; i += blockDim.x) {
+        const u32 v = base + i;
         u32 p = NONE;
         if (v < n) {
             const Row& r = rc[v];
@@ -95,71 +152,113 @@ pm_nodes(const Row* __restrict__ rc, const Row* __restrict__ re, u32 n, u32 m,
         }
         const bool has = p != NONE;
         const u32 act = __ballot_sync(0xffffffffu, has);
-        if (has) grouped_add(kids, act, p, 1u);
+        if (has) {
+            grouped(tab, act, p, 1u, 0ull, [&](u32 q, u32 c, u64) { atomicAdd(kids + q, c); });
+        }
+    }
+    __syncthreads();
+    for (u32 i = threadIdx.x; i < PM_PSLOTS; i += blockDim.x) {
+        if (tab.key[i]) atomicAdd(kids + tab.key[i] - 1, tab.cnt[i]);
     }
 }
 
-// `done` must be zero; `kids` is not written, so a node's leaf test cannot race. The leaves of
-// a warp add into their parents grouped (see grouped_add); the lane that completes a parent
-// carries on alone (few nodes above the leaves have siblings in the same warp).
+// Adds (cnt children, s sites) into parent p; the adder that completes p (every other child's
+// sum is in: fenced before its count) carries on with p's subtree into p's parent, and so on.
+__device__ __forceinline__ void add_up(const u32* __restrict__ parent,
+                                       const u32* __restrict__ kids, u64* sub, u32* done, u32 p,
+                                       u32 cnt, u64 s) {
+    while (p != NONE) {
+        atomicAdd(sub + p, s);
+        __threadfence();
+        if (atomicAdd(done + p, cnt) + cnt != kids[p]) return;
+        __threadfence();
+        s = atomicAdd(sub + p, 0ull);
+        cnt = 1;
+        p = parent[p];
+    }
+}
+
+// `done` must be zero; `kids` is not written, so a node's leaf test cannot race. Block b takes
+// the leaves among nodes [b PM_CHUNK, (b + 1) PM_CHUNK); their sums go into their parents
+// through the block's table.
 extern "C" __global__ void __launch_bounds__(256)
 pm_filled(const u32* __restrict__ parent, const u32* __restrict__ kids, u64* sub, u32* done,
           u32 total) {
-    const u32 stride = gridDim.x * blockDim.x;
-    for (u32 v0 = blockIdx.x * blockDim.x + (threadIdx.x & ~31u); v0 < total; v0 += stride) {
-        const u32 v = v0 + (threadIdx.x & 31);
+    __shared__ ParentTable tab;
+    parents_clear(tab);
+    __syncthreads();
+    const u32 base = blockIdx.x * PM_CHUNK;
+    auto direct = [&](u32 p, u32 c, u64 s) { add_up(parent, kids, sub, done, p, c, s); };
+    for (u32 i = threadIdx.x; i < PM_CHUNK; i += blockDim.x) {
+        const u32 v = base + i;
         const bool leaf = v < total && kids[v] == 0;
         const u32 p = leaf ? parent[v] : NONE;
         const bool has = p != NONE;
         const u32 act = __ballot_sync(0xffffffffu, has);
-        if (!has) continue;
-        // A leaf's subtree is its own size, below 2^31, and leaves are disjoint: a u32 sum.
-        // (As grouped_add, but the lane that adds also tests for the parent's last child.)
-        bool leader;
-#if __CUDA_ARCH__ >= 800
-        const u32 grp = __match_any_sync(act, p);
-        const u32 s32 = __reduce_add_sync(grp, (u32)sub[v]);
-        const u32 cnt = __popc(grp);
-        leader = (threadIdx.x & 31) == (u32)(__ffs(grp) - 1);
-#else
-        (void)act;
-        const u32 s32 = (u32)sub[v], cnt = 1;
-        leader = true;
-#endif
-        if (!leader) continue;
-        atomicAdd(sub + p, (u64)s32);
-        __threadfence();
-        if (atomicAdd(done + p, cnt) + cnt != kids[p]) continue;
-        // The last children: every other child's sum is in (fenced before its count).
-        __threadfence();
-        u64 s = atomicAdd(sub + p, 0ull);
-        u32 q = parent[p];
-        while (q != NONE) {
-            atomicAdd(sub + q, s);
-            __threadfence();
-            if (atomicAdd(done + q, 1u) + 1 != kids[q]) break;
-            __threadfence();
-            s = atomicAdd(sub + q, 0ull);
-            q = parent[q];
-        }
+        if (has) grouped(tab, act, p, 1u, sub[v], direct);
+    }
+    __syncthreads();
+    for (u32 i = threadIdx.x; i < PM_PSLOTS; i += blockDim.x) {
+        if (tab.key[i]) direct(tab.key[i] - 1, tab.cnt[i], tab.sum[i]);
     }
 }
 
-__device__ __forceinline__ u32 label_at(const u32* __restrict__ L, u32 h, u32 w, long long y,
-                                        long long x) {
-    if (y < 0 || x < 0 || y >= (long long)h || x >= (long long)w) return OUT;
-    return L[(u32)y * w + (u32)x];
+// The label at (y, x), OUT beyond the lattice (coordinates wrap below 0 to large values).
+__device__ __forceinline__ u32 label_at(const u32* __restrict__ L, u32 h, u32 w, u32 y, u32 x) {
+    return (y < h && x < w) ? L[y * w + x] : OUT;
 }
 
-__device__ __forceinline__ void add_perim(PerimRow* out, u32 c, u32 b, u32 t, u32 hl) {
+// The cluster whose hole holds empty site (y, x) (0: none, or the site is occupied or beyond
+// the lattice): one gather per site as it enters the window, not one per (site, cluster) pair.
+__device__ __forceinline__ u32 hole_at(const u32* __restrict__ E, const u32* __restrict__ hole_of,
+                                       u32 h, u32 w, u32 y, u32 x) {
+    if (y >= h || x >= w) return 0;
+    const u32 e = E[y * w + x];
+    return e ? hole_of[e - 1] : 0u;
+}
+
+// Shared-memory table of the tile's clusters in pm_sites: open addressing on the label, up to
+// PM_PROBES probes (a cluster that finds no slot adds into global memory directly).
+#define PM_SLOTS 2048
+#define PM_PROBES 32
+
+__device__ __forceinline__ void add_global(PerimRow* out, u32 c, u32 b, u32 t, u32 hl) {
     PerimRow* r = out + (c - 1);
     atomicAdd(&r->bond, (u64)b);
-    if (t) atomicAdd(&r->site, t);
-    if (hl) atomicAdd(&r->hull, hl);
+    // site in the low word, hull in the high one: no carry (a cluster's site perimeter is
+    // below 2^32).
+    if (t) atomicAdd(reinterpret_cast<u64*>(&r->site), ((u64)hl << 32) | t);
 }
 
-// 2-D grid: x over PM_OWN-column chunks (one warp each, blockDim.x = 32), y over strips of
-// PM_ROWS rows (blockDim.y warps per CTA, looping beyond 65535 CTA rows). `out` must be zero.
+// A tile's sums per cluster, packed: bond in bits 0..20, site 21..41, hull 42..62 (a tile of
+// 8 PM_OWN x PM_ROWS sites has fewer than 2^21 bonds), so that one 64-bit shared atomic adds all
+// three.
+struct PmTable {
+    u32 key[PM_SLOTS];
+    unsigned long long val[PM_SLOTS];
+};
+
+// Adds a warp group's counts, packed in 8-bit fields (bond, site, hull: a group of at most 28
+// sites has at most 224 bonds), into the tile's table.
+__device__ __forceinline__ void add_tile(PmTable& tab, PerimRow* out, u32 c, u32 packed) {
+    const u32 b = packed & 0xffu, t = (packed >> 8) & 0xffu, hl = packed >> 16;
+    const unsigned long long val = (u64)b | (u64)t << 21 | (u64)hl << 42;
+    u32 i = (c * 2654435761u) >> 21; // 11 bits: PM_SLOTS
+    for (u32 k = 0; k < PM_PROBES; k++, i = (i + 1) & (PM_SLOTS - 1)) {
+        u32 key = tab.key[i];
+        if (key == 0u) key = atomicCAS(&tab.key[i], 0u, c);
+        if (key == 0u || key == c) {
+            atomicAdd(&tab.val[i], val);
+            return;
+        }
+    }
+    add_global(out, c, b, t, hl);
+}
+
+// 2-D grid: x over tiles of 8 * PM_OWN columns (blockDim (32, 8): warp k owns columns
+// 28k..28k+27 of the tile), y over strips of PM_ROWS rows (looping beyond 65535). Each tile's
+// sums go through the shared table, so that a cluster costs two global atomics per tile
+// rather than three per row and warp. `out` must be zero.
 extern "C" __global__ void __launch_bounds__(256)
 pm_sites(const u32* __restrict__ L, const u32* __restrict__ E, const u32* __restrict__ hole_of,
          u32 h, u32 w, PerimRow* out) {
@@ -174,27 +273,47 @@ pm_sites(const u32* __restrict__ L, const u32* __restrict__ E, const u32* __rest
     const int DX[4] = {0, -1, 1, 0};
     const int DY[4] = {-1, 0, 0, 1};
 #endif
-    const u32 lane = threadIdx.x;
-    const long long x = (long long)blockIdx.x * PM_OWN + (long long)lane - 2;
-    const bool own = lane >= 2 && lane < 2 + PM_OWN && x < (long long)w;
-    for (u32 ys = (blockIdx.y * blockDim.y + threadIdx.y) * PM_ROWS; ys < h;
-         ys += gridDim.y * blockDim.y * PM_ROWS) {
+    __shared__ PmTable tab;
+    const u32 lane = threadIdx.x, tid = threadIdx.y * 32 + lane;
+    // (Below column 0 the column wraps to a large value: outside.)
+    const u32 x = (blockIdx.x * blockDim.y + threadIdx.y) * PM_OWN + lane - 2;
+    const bool own = lane >= 2 && lane < 2 + PM_OWN && x < w;
+    for (u32 i = tid; i < PM_SLOTS; i += 256) {
+        tab.key[i] = 0;
+        tab.val[i] = 0;
+    }
+    for (u32 ys = blockIdx.y * PM_ROWS; ys < h; ys += gridDim.y * PM_ROWS) {
+        __syncthreads();
         const u32 yend = min(ys + PM_ROWS, h);
-        // This lane's column in rows y - 2 ..= y + 2.
-        u32 r[5];
+        // This lane's column: labels in rows y - 2 ..= y + 2, holes in rows y - 1 ..= y + 1.
+        u32 r[5], q[3];
 #pragma unroll
-        for (int k = 0; k < 4; k++) r[k] = label_at(L, h, w, (long long)ys + k - 2, x);
-        // The cache (meaningful in lane 0): one cluster's sums kept in registers.
-        u32 c_lab = 0, c_b = 0, c_t = 0, c_h = 0;
+        for (int k = 0; k < 4; k++) r[k] = label_at(L, h, w, ys + k - 2, x);
+        q[0] = hole_at(E, hole_of, h, w, ys - 1, x);
+        q[1] = hole_at(E, hole_of, h, w, ys, x);
         for (u32 y = ys; y < yend; y++) {
-            r[4] = label_at(L, h, w, (long long)y + 2, x);
-            // v[dy + 2][dx + 2]: the label at offset (dx, dy) from this lane's site.
-            u32 v[5][5];
+            r[4] = label_at(L, h, w, y + 2, x);
+            q[2] = hole_at(E, hole_of, h, w, y + 1, x);
+            // v[dy + 2][dx + 2]: the label at offset (dx, dy) from this lane's site (4-conn
+            // needs |dx| + |dy| <= 2 only); o[dy + 1][dx + 1] the hole's cluster there.
+            u32 v[5][5], o[3][3];
 #pragma unroll
             for (int a = 0; a < 5; a++) {
 #pragma unroll
                 for (int b = 0; b < 5; b++) {
-                    v[a][b] = __shfl_sync(0xffffffffu, r[a], (int)lane + b - 2);
+                    const int d = (a > 2 ? a - 2 : 2 - a) + (b > 2 ? b - 2 : 2 - b);
+                    v[a][b] = (CONN8 || d <= 2)
+                                  ? __shfl_sync(0xffffffffu, r[a], (int)lane + b - 2)
+                                  : OUT;
+                }
+            }
+#pragma unroll
+            for (int a = 0; a < 3; a++) {
+#pragma unroll
+                for (int b = 0; b < 3; b++) {
+                    o[a][b] = (CONN8 || a == 1 || b == 1)
+                                  ? __shfl_sync(0xffffffffu, q[a], (int)lane + b - 1)
+                                  : 0u;
                 }
             }
             const u32 c = v[2][2];
@@ -214,59 +333,37 @@ pm_sites(const u32* __restrict__ L, const u32* __restrict__ E, const u32* __rest
                     }
                     if (first) {
                         nt++;
-                        const u32 e = E[(u32)((long long)(y + dy) * w + x + dx)];
-                        if (hole_of[e - 1] != c) nh++;
+                        if (o[dy + 1][dx + 1] != c) nh++;
                     }
                 }
             }
+            q[0] = q[1];
+            q[1] = q[2];
 #pragma unroll
             for (int k = 0; k < 4; k++) r[k] = r[k + 1];
             const bool has = nb != 0;
             const u32 act = __ballot_sync(0xffffffffu, has);
-            if (act == 0) continue;
+            if (!has) continue;
+            u32 packed = nb | nt << 8 | nh << 16;
 #if __CUDA_ARCH__ >= 800
-            u32 gb = 0, gt = 0, gh = 0, cnt = 0;
-            bool leader = false;
-            if (has) {
-                const u32 grp = __match_any_sync(act, c);
-                gb = __reduce_add_sync(grp, nb);
-                gt = __reduce_add_sync(grp, nt);
-                gh = __reduce_add_sync(grp, nh);
-                cnt = __popc(grp);
-                leader = lane == (u32)(__ffs(grp) - 1);
-            }
-            const u32 cl = __shfl_sync(0xffffffffu, c_lab, 0);
-            u32 hit = __ballot_sync(0xffffffffu, leader && c == cl);
-            if (hit == 0) {
-                // The largest group takes the cache (the percolating cluster's, mostly).
-                const u32 best = __reduce_max_sync(0xffffffffu, leader ? (cnt << 5) | lane : 0u);
-                if ((best >> 5) >= 4) {
-                    const u32 b = best & 31u;
-                    const u32 nl = __shfl_sync(0xffffffffu, c, b);
-                    if (lane == 0) {
-                        if (c_lab != 0) add_perim(out, c_lab, c_b, c_t, c_h);
-                        c_lab = nl;
-                        c_b = c_t = c_h = 0;
-                    }
-                    hit = 1u << b;
-                }
-            }
-            if (hit) {
-                const u32 src = __ffs(hit) - 1;
-                const u32 vb = __shfl_sync(0xffffffffu, gb, src);
-                const u32 vt = __shfl_sync(0xffffffffu, gt, src);
-                const u32 vh = __shfl_sync(0xffffffffu, gh, src);
-                if (lane == 0) {
-                    c_b += vb;
-                    c_t += vt;
-                    c_h += vh;
-                }
-            }
-            if (leader && !((hit >> lane) & 1u)) add_perim(out, c, gb, gt, gh);
+            const u32 grp = __match_any_sync(act, c);
+            packed = __reduce_add_sync(grp, packed);
+            if (lane != (u32)(__ffs(grp) - 1)) continue;
 #else
-            if (has) add_perim(out, c, nb, nt, nh);
+            (void)act;
 #endif
+            add_tile(tab, out, c, packed);
         }
-        if (lane == 0 && c_lab != 0) add_perim(out, c_lab, c_b, c_t, c_h);
+        __syncthreads();
+        // The tile's sums out; the table emptied for the next strip.
+        for (u32 i = tid; i < PM_SLOTS; i += 256) {
+            const u32 c = tab.key[i];
+            if (c == 0) continue;
+            const unsigned long long val = tab.val[i];
+            add_global(out, c, (u32)(val & 0x1fffffu), (u32)((val >> 21) & 0x1fffffu),
+                       (u32)(val >> 42));
+            tab.key[i] = 0;
+            tab.val[i] = 0;
+        }
     }
 }

@@ -25,9 +25,11 @@ pub(crate) const FILE: &str = "perimeters.cu";
 /// The kernels of `perimeters.cu`.
 pub(crate) const KERNELS: &[&str] = &["pm_complement", "pm_nodes", "pm_filled", "pm_sites"];
 
-/// Columns and rows of `pm_sites`'s warps (`PM_OWN`, `PM_ROWS`).
+/// Columns of `pm_sites`'s warps and rows of its tiles (`PM_OWN`, `PM_ROWS`).
 const PM_OWN: u32 = 28;
 const PM_ROWS: u32 = 64;
+/// Nodes per block of `pm_nodes` and `pm_filled` (`PM_CHUNK`).
+const PM_CHUNK: u32 = 2048;
 
 /// One cluster's perimeter sums, as `pm_sites` leaves them (`struct PerimRow`).
 #[repr(C)]
@@ -155,6 +157,7 @@ impl DevicePerimeters {
             self.perim.ptr,
         );
         let (n32, m32, total) = (n as u32, m as u32, nodes as u32);
+        let chunks = total.div_ceil(PM_CHUNK);
         if n > 0 {
             gpu.memset_zero(perim, n * std::mem::size_of::<PerimRow>())?;
             gpu.memset_zero(kids, 8 * cap)?;
@@ -163,7 +166,7 @@ impl DevicePerimeters {
             unsafe {
                 gpu.launch(
                     module.func("pm_nodes"),
-                    (sms * 8, 1, 1),
+                    (chunks, 1, 1),
                     (256, 1, 1),
                     &mut kernel_args![
                         rc, re, n32, m32, labels, empties, h32, w32, parent, sub, kids, hole_of
@@ -171,15 +174,15 @@ impl DevicePerimeters {
                 )?;
                 gpu.launch(
                     module.func("pm_filled"),
-                    (sms * 8, 1, 1),
+                    (chunks, 1, 1),
                     (256, 1, 1),
                     &mut kernel_args![parent, kids, sub, done, total],
                 )?;
                 gpu.launch(
                     module.func("pm_sites"),
                     (
-                        w32.div_ceil(PM_OWN),
-                        h32.div_ceil(8 * PM_ROWS).min(65535),
+                        w32.div_ceil(8 * PM_OWN),
+                        h32.div_ceil(PM_ROWS).min(65535),
                         1,
                     ),
                     (32, 8, 1),

@@ -228,12 +228,7 @@ pub(crate) fn compose<P: Pieces + ?Sized>(
 impl ClusterTable {
     /// The table with the [`Measures::All`] columns added: per cluster `c`, `perimeter[c]` and
     /// `filled[c]` (index 0 unused).
-    pub(crate) fn with_full(
-        mut self,
-        perimeter: &[Perimeter],
-        filled: &[u64],
-        parallel: bool,
-    ) -> Self {
+    pub(crate) fn with_full(self, perimeter: &[Perimeter], filled: &[u64], parallel: bool) -> Self {
         let column = |f: fn(&Perimeter) -> u64| {
             Array1::from_vec(if parallel {
                 perimeter[1..].par_iter().map(f).collect()
@@ -241,10 +236,22 @@ impl ClusterTable {
                 perimeter[1..].iter().map(f).collect()
             })
         };
-        self.site_perimeter = Some(column(|p| p.site));
-        self.bond_perimeter = Some(column(|p| p.bond));
-        self.hull_perimeter = Some(column(|p| p.hull));
-        self.filled_area = Some(Array1::from_vec(filled[1..].to_vec()));
+        let (site, bond, hull) = (column(|p| p.site), column(|p| p.bond), column(|p| p.hull));
+        self.with_columns(site, bond, hull, Array1::from_vec(filled[1..].to_vec()))
+    }
+
+    /// The table with the [`Measures::All`] columns given whole (cluster `l` at index `l − 1`).
+    pub(crate) fn with_columns(
+        mut self,
+        site: Array1<u64>,
+        bond: Array1<u64>,
+        hull: Array1<u64>,
+        filled: Array1<u64>,
+    ) -> Self {
+        self.site_perimeter = Some(site);
+        self.bond_perimeter = Some(bond);
+        self.hull_perimeter = Some(hull);
+        self.filled_area = Some(filled);
         self.measures = Measures::All;
         self
     }

@@ -6,11 +6,10 @@
 use super::{CudaAnalyzer, Pending};
 use crate::core::lattice::check_size;
 use crate::cuda::family::SiteType;
-use crate::cuda::perimeters::DevicePerimeters;
-use crate::measure::moments::Perimeter;
+use crate::cuda::perimeters::{DevicePerimeters, PerimRow};
 use crate::measure::Measures;
 use crate::{Boundary, ClusterTable, Error, Labels, Result, SiteValue};
-use ndarray::{Array2, ArrayView2};
+use ndarray::{Array1, Array2, ArrayView2};
 use rayon::prelude::*;
 
 impl CudaAnalyzer {
@@ -115,15 +114,19 @@ impl CudaAnalyzer {
         let table = self.finish_table()?;
         let per = self.perimeters.as_mut().expect("queued");
         let (rows, filled) = per.results()?;
-        let perimeter: Vec<Perimeter> = rows
-            .par_iter()
-            .map(|r| Perimeter {
-                site: u64::from(r.site),
-                bond: r.bond,
-                hull: u64::from(r.hull),
-            })
-            .collect();
-        Ok(table.with_full(&perimeter, filled, true))
+        // Each column straight from the pinned rows, in parallel (fresh pages fault in on
+        // every thread at once).
+        let rows = &rows[1..];
+        let column = |f: fn(&PerimRow) -> u64| -> Array1<u64> {
+            Array1::from_vec(rows.par_iter().map(f).collect())
+        };
+        let (site, bond, hull) = (
+            column(|r| u64::from(r.site)),
+            column(|r| r.bond),
+            column(|r| u64::from(r.hull)),
+        );
+        let filled = Array1::from_vec(filled[1..].par_iter().copied().collect());
+        Ok(table.with_columns(site, bond, hull, filled))
     }
 
     fn all<T: SiteValue>(
