@@ -20,6 +20,31 @@ const BOUNDARIES: [Boundary; 4] = [
     Boundary::PeriodicY,
 ];
 const CONNECTIVITIES: [Connectivity; 2] = [Connectivity::Four, Connectivity::Eight];
+/// Random lattices' shapes: tiny, around a warp's and a tile's width, long and thin.
+const SHAPES: [(usize, usize); 21] = [
+    (1, 1),
+    (1, 2),
+    (2, 1),
+    (1, 37),
+    (37, 1),
+    (2, 2),
+    (3, 3),
+    (5, 7),
+    (31, 31),
+    (32, 32),
+    (33, 33),
+    (63, 65),
+    (64, 64),
+    (65, 63),
+    (17, 200),
+    (200, 17),
+    (100, 129),
+    (257, 255),
+    (33, 1023),
+    (40, 1025),
+    (65, 2049),
+];
+const DENSITIES: [f64; 7] = [0.0, 0.2, 0.45, 0.5927, 0.7, 0.9, 1.0];
 
 /// GPU analyzers by (connectivity, boundary), created once.
 struct Gpus(Vec<((Connectivity, Boundary), CudaAnalyzer)>);
@@ -125,32 +150,9 @@ fn check(gpus: &mut Gpus, lattice: &Array2<u8>, c: Connectivity, b: Boundary) {
 fn random_lattices_match_the_cpu() {
     let mut gpus = Gpus(Vec::new());
     let mut r = rng(5);
-    let shapes = [
-        (1, 1),
-        (1, 2),
-        (2, 1),
-        (1, 37),
-        (37, 1),
-        (2, 2),
-        (3, 3),
-        (5, 7),
-        (31, 31),
-        (32, 32),
-        (33, 33),
-        (63, 65),
-        (64, 64),
-        (65, 63),
-        (17, 200),
-        (200, 17),
-        (100, 129),
-        (257, 255),
-        (33, 1023),
-        (40, 1025),
-        (65, 2049),
-    ];
     let mut cases = 0;
-    for &(h, w) in &shapes {
-        for p in [0.0, 0.2, 0.45, 0.5927, 0.7, 0.9, 1.0] {
+    for &(h, w) in &SHAPES {
+        for p in DENSITIES {
             let lattice = random_lattice(h, w, p, &mut r);
             for c in CONNECTIVITIES {
                 for b in BOUNDARIES {
@@ -294,29 +296,9 @@ fn check_all(gpus: &mut Gpus, lattice: &Array2<u8>, c: Connectivity) {
 fn all_measures_match_the_cpu() {
     let mut gpus = Gpus(Vec::new());
     let mut r = rng(17);
-    let shapes = [
-        (1, 1),
-        (1, 2),
-        (2, 1),
-        (1, 37),
-        (37, 1),
-        (2, 2),
-        (3, 3),
-        (5, 7),
-        (31, 31),
-        (33, 33),
-        (63, 65),
-        (17, 200),
-        (200, 17),
-        (100, 129),
-        (257, 255),
-        (33, 1023),
-        (40, 1025),
-        (65, 2049),
-    ];
     let mut cases = 0;
-    for &(h, w) in &shapes {
-        for p in [0.0, 0.2, 0.45, 0.5927, 0.7, 0.85, 1.0] {
+    for &(h, w) in &SHAPES {
+        for p in DENSITIES {
             let lattice = random_lattice(h, w, p, &mut r);
             for c in CONNECTIVITIES {
                 check_all(&mut gpus, &lattice, c);

@@ -64,7 +64,7 @@ impl CudaAnalyzer {
         if self.dev.boundary != Boundary::Open {
             return Err(Error::InvalidArgument(
                 "the GPU's perimeters and filled areas need open boundaries; \
-                 crate::Analyzer measures periodic lattices on the CPU"
+                 clusterlab::Analyzer measures periodic lattices on the CPU"
                     .into(),
             ));
         }
