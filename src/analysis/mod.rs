@@ -215,8 +215,9 @@ impl Analyzer {
     /// occupancy lattices with open boundaries, are computed entirely on the device (see
     /// `cuda::CudaAnalyzer`); otherwise (periodic [`Measures::All`], segments) the lattice and
     /// its complement are labeled on the GPU and the perimeters and filled areas measured on the
-    /// CPU. Tables are identical on every backend. [`Backend::Auto`] takes GPU 0 when it is usable, the CPU
-    /// otherwise.
+    /// CPU. Tables are identical on every backend. [`Backend::Auto`] analyzes host arrays on
+    /// the CPU, as every front end's `Auto` does for one-shot calls on host arrays; name
+    /// [`Backend::Cuda`] for the GPU.
     ///
     /// # Errors
     /// [`Error::CudaUnavailable`](crate::Error::CudaUnavailable) for a CUDA backend when no CUDA
