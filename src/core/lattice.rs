@@ -104,6 +104,15 @@ impl Connectivity {
         }
     }
 
+    /// The dual neighbourhood, through which a cluster's outside is reached: the complement of
+    /// 4-connected clusters is 8-connected, and back.
+    pub(crate) fn dual(self) -> Connectivity {
+        match self {
+            Connectivity::Four => Connectivity::Eight,
+            Connectivity::Eight => Connectivity::Four,
+        }
+    }
+
     /// The neighbourhood as `(dy, dx)` offsets, in raster order.
     pub fn offsets(self) -> &'static [(isize, isize)] {
         const FOUR: [(isize, isize); 4] = [(-1, 0), (0, -1), (0, 1), (1, 0)];

@@ -179,10 +179,7 @@ impl Criterion {
 
     /// The dual neighbourhood, through which the outside is reached.
     pub(crate) fn dual(&self) -> Connectivity {
-        match self.connectivity {
-            Connectivity::Four => Connectivity::Eight,
-            Connectivity::Eight => Connectivity::Four,
-        }
+        self.connectivity.dual()
     }
 }
 

@@ -67,17 +67,13 @@ impl DevicePerimeters {
     /// [`Error::Cuda`] when the driver fails.
     pub(crate) fn new(stream: Arc<CudaStream>, connectivity: Connectivity) -> Result<Self> {
         let gpu = Gpu::with_stream(stream)?;
-        let dual = match connectivity {
-            Connectivity::Four => Connectivity::Eight,
-            Connectivity::Eight => Connectivity::Four,
-        };
         Ok(DevicePerimeters {
             perim: DevBuf::new(&gpu),
             nodes: DevBuf::new(&gpu),
             hole_of: DevBuf::new(&gpu),
             perim_host: PinnedBuf::new(&gpu.ctx),
             filled_host: PinnedBuf::new(&gpu.ctx),
-            dual: DeviceAnalysis::with_gpu(gpu, dual, crate::Boundary::Open),
+            dual: DeviceAnalysis::with_gpu(gpu, connectivity.dual(), crate::Boundary::Open),
             conn8: connectivity == Connectivity::Eight,
             queued: None,
             nodes_cap: 0,

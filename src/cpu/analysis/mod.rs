@@ -209,7 +209,7 @@ impl CpuAnalysis {
             zip.for_each(invert);
         }
         let dual_spec = Spec {
-            connectivity: dual(g.connectivity),
+            connectivity: g.connectivity.dual(),
             segments: false,
             ..g.open_spec()
         };
@@ -224,7 +224,7 @@ impl CpuAnalysis {
             self.joined_empties.join(
                 self.empty_pieces.view(),
                 np,
-                dual(g.connectivity),
+                g.connectivity.dual(),
                 g.boundary,
                 rule,
             );
@@ -492,14 +492,6 @@ pub(super) struct Strips {
     pub(super) max_e: Vec<u32>,
     /// The filled areas come from the tree of enclosing clusters.
     pub(super) tree: bool,
-}
-
-/// The dual connectivity: the complement of 4-connected clusters is 8-connected, and back.
-fn dual(connectivity: Connectivity) -> Connectivity {
-    match connectivity {
-        Connectivity::Four => Connectivity::Eight,
-        Connectivity::Eight => Connectivity::Four,
-    }
 }
 
 /// `dst = map[src]`, row by row (in parallel when `parallel`).
