@@ -69,9 +69,10 @@ pub struct AnalyzeArgs {
 
     /// Where to run: auto (the default of every subcommand: the CPU for a lattice read from a
     /// file, where uploads and GPU start-up cost more than they save; the summary names the
-    /// choice), cpu, cuda (GPU 0; gpu is an alias) or cuda:N. On a GPU, --shape tables are computed on
-    /// the device; full tables label there and measure the perimeters on the CPU. Tables are
-    /// identical on every backend.
+    /// choice), cpu, cuda (GPU 0; gpu is an alias) or cuda:N. On a GPU, --shape tables, and
+    /// full tables with --boundary open (without --segments), are computed on the device; other
+    /// full tables label there and measure the perimeters on the CPU. Tables are identical on
+    /// every backend.
     #[arg(long, value_name = "BACKEND", default_value = "auto", value_parser = parse_backend)]
     pub backend: Backend,
 

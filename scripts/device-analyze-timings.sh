@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Runs ON the GPU machine with .device-bin/ carried: `clusterlab analyze` (every column) of a
+# 16384² p_c lattice with open boundaries as a user runs it, a new process per run, --backend cpu
+# then cuda twice (the first cuda run compiles the kernels, the second reads them from the disk
+# cache), 4- and 8-connectivity, ROUNDS times (default 2). Prints time_ms (the subcommand's own
+# timer) and the process's wall time; logs to $OUT/analyze-timings.log.
+set -uo pipefail
+OUT=${OUT:-/tmp/device-out}
+mkdir -p "$OUT"
+nvrtc=$(ls -d /usr/local/cuda*/lib64 2>/dev/null | while read -r d; do ls "$d"/libnvrtc.so* >/dev/null 2>&1 && echo "$d"; done | head -1)
+export LD_LIBRARY_PATH="${nvrtc}:${LD_LIBRARY_PATH:-}"
+export CLUSTERLAB_KERNEL_CACHE=/tmp/clusterlab-kernels
+rm -rf "$CLUSTERLAB_KERNEL_CACHE"
+n=${CLI_SIZE:-16384}
+python3 -c "import numpy as np; r=np.random.default_rng(1); np.save('/tmp/in.npy', (r.random(($n,$n), dtype=np.float32) < 0.592746).astype(np.uint8))"
+{
+    nvidia-smi -L
+    for c in 4 8; do
+        for round in $(seq 1 "${ROUNDS:-2}"); do
+            for b in cpu cuda cuda; do
+                /usr/bin/time -f "wall %e s" .device-bin/clusterlab analyze /tmp/in.npy -c $c \
+                    --boundary open --backend $b --json 2>&1 | python3 -c "
+import json, sys
+t = sys.stdin.read()
+j = json.loads(t[t.index('{'):t.rindex('}') + 1])
+print('conn $c round $round --backend $b:', j['backend'], j['clusters'], 'clusters, time_ms',
+      round(j['time_ms'], 1), t[t.rindex('}') + 1:].strip())"
+            done
+        done
+    done
+} 2>&1 | tee "$OUT/analyze-timings.log"
