@@ -348,6 +348,42 @@ fn all_measures_match_the_cpu() {
     );
 }
 
+/// When the device cannot hold the two analyses of a `Measures::All` table, `CudaAnalyzer` says
+/// so with a typed error and `Analyzer` labels on the GPU and measures on the CPU instead (the
+/// way that needs less device memory): the same table.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn all_measures_fall_back_when_the_device_is_full() {
+    use clusterlab::cuda::cudarc::driver::CudaContext;
+    let (c, b) = (Connectivity::Four, Boundary::Open);
+    let lattice = random_lattice(8192, 8192, 0.5927, &mut rng(23));
+    let want = Analyzer::new(c, b).analyze(lattice.view()).unwrap();
+    let mut gpu = Analyzer::new(c, b)
+        .backend(Backend::Cuda { device: 0 })
+        .unwrap();
+    // All of the device but 4.8 GB taken: the two analyses need about 49 bytes a site each
+    // (6.8 GB here), the fallback the first one's buffers and a labeler's (about 4 GB).
+    let ctx = CudaContext::new(0).unwrap();
+    let (free, _) = ctx.mem_get_info().unwrap();
+    let hog = ctx
+        .default_stream()
+        .alloc_zeros::<u8>(free.saturating_sub(4_800_000_000))
+        .unwrap();
+    let mut direct = CudaAnalyzer::new(0, c, b).unwrap();
+    let err = direct.analyze_all(lattice.view()).unwrap_err();
+    assert!(
+        matches!(err, clusterlab::Error::OutOfDeviceMemory { .. }),
+        "{err}"
+    );
+    drop(direct);
+    let got = gpu.analyze(lattice.view()).unwrap();
+    assert!(got == want, "fallback: {}", first_difference(&got, &want));
+    // With the memory back, the device path again.
+    drop(hog);
+    let got = gpu.analyze(lattice.view()).unwrap();
+    assert!(got == want, "device: {}", first_difference(&got, &want));
+}
+
 /// Without a device, the CUDA backend is an error and Auto falls back to the CPU.
 #[test]
 fn no_device_is_an_error_or_a_fallback() {

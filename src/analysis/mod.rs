@@ -215,7 +215,8 @@ impl Analyzer {
     /// occupancy lattices with open boundaries, are computed entirely on the device (see
     /// `cuda::CudaAnalyzer`); otherwise (periodic [`Measures::All`], segments) the lattice and
     /// its complement are labeled on the GPU and the perimeters and filled areas measured on the
-    /// CPU. Tables are identical on every backend. [`Backend::Auto`] analyzes host arrays on
+    /// CPU, which is also the way when the device cannot hold the two analyses of the first.
+    /// Tables are identical on every backend. [`Backend::Auto`] analyzes host arrays on
     /// the CPU, as every front end's `Auto` does for one-shot calls on host arrays; name
     /// [`Backend::Cuda`] for the GPU.
     ///
@@ -321,9 +322,16 @@ impl Analyzer {
             return Ok(table);
         }
         if let Some(g) = self.gpu_all() {
-            let table = g.analyze_all(lattice)?;
-            self.cpu.clear_labels();
-            return Ok(table);
+            match g.analyze_all(lattice) {
+                Ok(table) => {
+                    self.cpu.clear_labels();
+                    return Ok(table);
+                }
+                // Two analyses on the device need about twice the memory of labeling the
+                // lattice and its complement there and measuring on the CPU: do that instead.
+                Err(crate::Error::OutOfDeviceMemory { .. }) => g.release_all(),
+                Err(e) => return Err(e),
+            }
         }
         // The backends take contiguous rows.
         let copy;
@@ -429,9 +437,15 @@ impl Analyzer {
             return Ok((table, labels));
         }
         if let Some(g) = self.gpu_all() {
-            let (table, labels) = g.analyze_all_labeled(lattice)?;
-            self.cpu.set_labels(&labels);
-            return Ok((table, labels));
+            match g.analyze_all_labeled(lattice) {
+                Ok((table, labels)) => {
+                    self.cpu.set_labels(&labels);
+                    return Ok((table, labels));
+                }
+                // As in `analyze`.
+                Err(crate::Error::OutOfDeviceMemory { .. }) => g.release_all(),
+                Err(e) => return Err(e),
+            }
         }
         let table = self.analyze(lattice)?;
         Ok((table, self.cpu.labels_owned()))

@@ -129,6 +129,14 @@ impl CudaAnalyzer {
         Ok(table.with_columns(site, bond, hull, filled))
     }
 
+    /// Frees the complement's analysis and the perimeter buffers (after an
+    /// [`Error::OutOfDeviceMemory`], so that other work fits).
+    pub(crate) fn release_all(&mut self) {
+        self.perimeters = None;
+        self.all_pending = false;
+        self.pending = None;
+    }
+
     fn all<T: SiteValue>(
         &mut self,
         lattice: ArrayView2<'_, T>,
