@@ -5,14 +5,7 @@
 # cache), 4- and 8-connectivity, ROUNDS times (default 2). Prints time_ms (the subcommand's own
 # timer) and the process's wall time; logs to $OUT/analyze-timings.log.
 set -uo pipefail
-OUT=${OUT:-/tmp/device-out}
-mkdir -p "$OUT"
-nvrtc=$(ls -d /usr/local/cuda*/lib64 2>/dev/null | while read -r d; do ls "$d"/libnvrtc.so* >/dev/null 2>&1 && echo "$d"; done | head -1)
-export LD_LIBRARY_PATH="${nvrtc}:${LD_LIBRARY_PATH:-}"
-export CLUSTERLAB_KERNEL_CACHE=/tmp/clusterlab-kernels
-rm -rf "$CLUSTERLAB_KERNEL_CACHE"
-n=${CLI_SIZE:-16384}
-python3 -c "import numpy as np; r=np.random.default_rng(1); np.save('/tmp/in.npy', (r.random(($n,$n), dtype=np.float32) < 0.592746).astype(np.uint8))"
+source "$(dirname "$0")/device-cli-setup.sh"
 {
     nvidia-smi -L
     for c in 4 8; do
