@@ -242,10 +242,13 @@ __device__ __forceinline__ u64 grp_sum64(u32 grp, u64 v) {
 // every local root's slot in L holds FLAG | the piece's label - 1. A thread per record moves the
 // record's sums from tile to lattice coordinates and stores them into the piece's accumulators:
 // plainly for interior records (the piece is that one component), with atomics for edge records
-// (after ana_zero). Grid-stride over count[0] + count[1] records.
+// (after ana_zero). Grid-stride over count[0] + count[1] records; with `edges_only` (the size
+// counts, whose ana_hist_records takes the interior records' sizes straight from the records)
+// over the edge records alone.
 extern "C" __global__ void __launch_bounds__(256)
-ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments) {
-    const u32 ni = rec.count[0], total = ni + rec.count[1];
+ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments, u32 edges_only) {
+    const u32 ni = edges_only ? 0u : rec.count[0];
+    const u32 total = ni + rec.count[1];
     const u32 lane = threadIdx.x & 31;
     const u32 stride = gridDim.x * blockDim.x;
     // Warp-uniform loop: the edge records of a warp are summed per piece first (the pieces that
@@ -349,34 +352,81 @@ ana_border(const site_t* __restrict__ in, const u32* P, Geo g, const Row* a, u32
 // Histogram of the sizes of the pieces that touch no periodic seam (those are whole clusters):
 // hist[s] for s <= HIST_CAP; larger or spanning ones go to `tail` as (size, span bits: 1 = x,
 // 2 = y) pairs, *tail_n counting them (entries beyond tail_cap are dropped; the host checks).
-extern "C" __global__ void __launch_bounds__(256)
-ana_hist(const u32* __restrict__ count, const Row* a, Geo g, u32 wrap_x, u32 wrap_y, u32* hist,
-         u32* tail, u32 tail_cap, u32* tail_n) {
-    __shared__ u32 sh[HIST_CAP + 1];
+// hist_row counts the piece of a row into the block's shared histogram `sh`.
+__device__ __forceinline__ void hist_row(const Row* r, const Geo& g, u32 wrap_x, u32 wrap_y,
+                                         u32* sh, u32* tail, u32 tail_cap, u32* tail_n) {
+    // Size and box: one 32-byte sector of the row.
+    const uint4 q = *reinterpret_cast<const uint4*>(&r->size);
+    const u32 x0 = q.y, x1 = q.z, y0 = q.w, y1 = r->y_max;
+    const bool on_x = x0 == 0 || x1 == g.w - 1;
+    const bool on_y = y0 == 0 || y1 == g.h - 1;
+    if ((wrap_x && on_x) || (wrap_y && on_y)) return;
+    const u32 span = ((x0 == 0 && x1 == g.w - 1) ? 1u : 0u) | ((y0 == 0 && y1 == g.h - 1) ? 2u : 0u);
+    const u32 s = q.x;
+    if (span || s > HIST_CAP) {
+        const u32 t = atomicAdd(tail_n, 1u);
+        if (t < tail_cap) {
+            tail[2 * t] = s;
+            tail[2 * t + 1] = span;
+        }
+    } else {
+        atomicAdd(sh + s, 1u);
+    }
+}
+
+__device__ __forceinline__ void hist_clear(u32* sh) {
     for (u32 i = threadIdx.x; i <= HIST_CAP; i += blockDim.x) sh[i] = 0;
     __syncthreads();
-    const u32 n = *count;
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-        // Size and box: one 32-byte sector of the row.
-        const uint4 q = *reinterpret_cast<const uint4*>(&a[i].size);
-        const u32 x0 = q.y, x1 = q.z, y0 = q.w, y1 = a[i].y_max;
-        const bool on_x = x0 == 0 || x1 == g.w - 1;
-        const bool on_y = y0 == 0 || y1 == g.h - 1;
-        if ((wrap_x && on_x) || (wrap_y && on_y)) continue;
-        const u32 span = ((x0 == 0 && x1 == g.w - 1) ? 1u : 0u) | ((y0 == 0 && y1 == g.h - 1) ? 2u : 0u);
-        const u32 s = q.x;
-        if (span || s > HIST_CAP) {
-            const u32 t = atomicAdd(tail_n, 1u);
-            if (t < tail_cap) {
-                tail[2 * t] = s;
-                tail[2 * t + 1] = span;
-            }
-        } else {
-            atomicAdd(sh + s, 1u);
-        }
-    }
+}
+
+__device__ __forceinline__ void hist_flush(const u32* sh, u32* hist) {
     __syncthreads();
     for (u32 i = threadIdx.x; i <= HIST_CAP; i += blockDim.x) {
         if (sh[i]) atomicAdd(hist + i, sh[i]);
     }
 }
+
+extern "C" __global__ void __launch_bounds__(256)
+ana_hist(const u32* __restrict__ count, const Row* a, Geo g, u32 wrap_x, u32 wrap_y, u32* hist,
+         u32* tail, u32 tail_cap, u32* tail_n) {
+    __shared__ u32 sh[HIST_CAP + 1];
+    hist_clear(sh);
+    const u32 n = *count;
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x)
+        hist_row(a + i, g, wrap_x, wrap_y, sh, tail, tail_cap, tail_n);
+    hist_flush(sh, hist);
+}
+
+#ifdef TW
+// Bit runs' module only: ana_hist from the records, after ana_records with `edges_only`. An
+// interior record is a whole piece inside one tile (it touches no edge of the lattice, so it
+// neither wraps nor spans): its size comes from the record, and its row is never written. A
+// piece with edge records is counted from its row by the one record whose root is the piece's
+// first site (the row's `first`, the least of its records' roots).
+extern "C" __global__ void __launch_bounds__(256)
+ana_hist_records(const u32* L, const Row* a, BrRec rec, Geo g, u32 wrap_x, u32 wrap_y, u32* hist,
+                 u32* tail, u32 tail_cap, u32* tail_n) {
+    __shared__ u32 sh[HIST_CAP + 1];
+    hist_clear(sh);
+    const u32 ni = rec.count[0], total = ni + rec.count[1];
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += gridDim.x * blockDim.x) {
+        if (i < ni) {
+            const u32 s = rec_size(rec.a[i]);
+            if (s > HIST_CAP) {
+                const u32 t = atomicAdd(tail_n, 1u);
+                if (t < tail_cap) {
+                    tail[2 * t] = s;
+                    tail[2 * t + 1] = 0;
+                }
+            } else {
+                atomicAdd(sh + s, 1u);
+            }
+            continue;
+        }
+        const u32 site = rec.root[rec.cap - 1 - (i - ni)];
+        const Row* r = a + (L[site] & ~FLAG);
+        if (r->first == site) hist_row(r, g, wrap_x, wrap_y, sh, tail, tail_cap, tail_n);
+    }
+    hist_flush(sh, hist);
+}
+#endif

@@ -565,6 +565,8 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
 // up to 64 registers a thread). ER: the mask of the edge components' local roots (one bit per site,
 // 32 words per row and tile column); RB: canonical numbering's mask of the interior roots, or null
 // (raw numbering). ANA (br_local_ana): also the records, with OFF_ACC + ACC_FIELDS * slots words.
+// vec: bit 0 16-byte loads of u8 rows, bit 1 16-byte label stores, bit 2 (32-bit build, an
+// analysis that writes no labels) the forest only: tile-edge sites and local roots' slots.
 template <bool ANA>
 __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, label_t* L LL_PARAM,
                                               const Geo& g,
@@ -626,7 +628,10 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
         }
         ent[n] = (e & OWN_MASK) + 1;
 #else
-        ent[n] = node_key(ent, g, t, n) + 1;
+        const u32 key = node_key(ent, g, t, n);
+        ent[n] = key + 1;
+        // Forest only: the local root's own slot, which the label pass below may skip.
+        if (vec & 4u) L[key] = key + 1;
 #endif
     }
     __syncthreads();
@@ -687,6 +692,16 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
         const u32 rs_l = occ_l & ~plane(sm, P_JL, r)[lane];
         const u32 nb_l = rowbase[r] + excl_pl[r * TWW + lane];
         u32* out = L + (t.y0 + r) * g.w + t.x0;
+        if ((vec & 4u) && r != 0 && r != t.rows - 1) {
+            // Forest only (an analysis without labels): the later passes read the labels of
+            // tile-edge sites (the seams, the lattice's edges) and local roots' slots alone,
+            // so an inner row writes its first and last columns only.
+            const u32 lc = t.cols - 1;
+            if (lane == 0 && (occ_l & 1u)) out[0] = ent[nb_l];
+            if (lane == (lc >> 5) && ((occ_l >> (lc & 31)) & 1u))
+                out[lc] = ent[nb_l + __popc(rs_l & le_mask(lc & 31)) - 1];
+            continue;
+        }
         for (u32 c0 = 0; c0 < t.cols; c0 += 128u) {
             const u32 src = (c0 >> 5) + (lane >> 3);
             const u32 occ = __shfl_sync(FULL, occ_l, src);

@@ -19,7 +19,8 @@ struct BrRec {
     u32* box;
     u32* count;
     u32 cap;
-    u32 slots; // shared-memory accumulators (ana_shared_bytes)
+    u32 slots;   // shared-memory accumulators (ana_shared_bytes)
+    u32 moments; // 0: sizes and boxes only (n_s, regions): the coordinate sums are left 0
 };
 
 // The record's packed fields (as above).
@@ -87,6 +88,7 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
     // x^2 in two halves, so that 16384 runs cannot overflow either).
     u32* acc = sm + OFF_ACC;
     const u32 S = rec.slots;
+    const bool mom = rec.moments != 0;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 lt = (1u << lane) - 1u;
 #define IS_MULTI(n) ((multi[(n) >> 5] >> ((n) & 31)) & 1u)
@@ -172,6 +174,8 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
                     const bool take = lane + o < stretch_end;
 #pragma unroll
                     for (u32 f = 0; f < ACC_FIELDS; f++) {
+                        // (Uniform: without moments the coordinate sums stay unsummed.)
+                        if (!mom && f > 0 && f < ACC_XMIN) continue;
                         const u32 t = __shfl_down_sync(FULL, v[f], o);
                         if (take) v[f] = f < ACC_XMIN ? v[f] + t : f == ACC_XMIN ? min(v[f], t) : max(v[f], t);
                     }
@@ -180,7 +184,8 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
             }
             if (s == FULL) continue;
 #pragma unroll
-            for (u32 f = 0; f < ACC_XMIN; f++) atomicAdd(acc + f * S + s, v[f]);
+            for (u32 f = 0; f < ACC_XMIN; f++)
+                if (f == 0 || mom) atomicAdd(acc + f * S + s, v[f]);
             atomicMin(acc + ACC_XMIN * S + s, v[ACC_XMIN]);
             atomicMax(acc + (ACC_XMIN + 1) * S + s, v[ACC_XMIN + 1]);
             atomicMax(acc + (ACC_XMIN + 2) * S + s, v[ACC_XMIN + 2]);

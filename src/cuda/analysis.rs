@@ -178,7 +178,7 @@ impl DeviceAnalysis {
     }
 
     /// The records' pointers at `records` (counts, roots, the two packed sums, the boxes).
-    fn records(&self, job: &Job) -> Records {
+    fn records(&self, job: &Job, moments: bool) -> Records {
         let cap = Self::capacity(job);
         let b = self.records.ptr;
         let root = b + 16;
@@ -191,6 +191,7 @@ impl DeviceAnalysis {
             boxes: a + (16 * cap) as u64,
             cap: cap as u32,
             slots: self.slots.unwrap_or(0),
+            moments: u32::from(moments),
         }
     }
 
@@ -243,9 +244,11 @@ impl DeviceAnalysis {
             self.prepare(job, false, false)?;
         }
         self.job = Some(*job);
-        let rec = self.records(job);
+        let rec = self.records(job, moments);
         let bufs = if bit_runs {
-            self.engine.run_pieces(job, input, self.labels.ptr, &rec)?
+            // Without labels the forest is all the later kernels read.
+            self.engine
+                .run_pieces(job, input, self.labels.ptr, &rec, labels == 0)?
         } else {
             self.engine.run_ranked(job, input)?
         };
@@ -277,12 +280,15 @@ impl DeviceAnalysis {
                 (256, 1, 1),
                 &mut kernel_args![zero_count, acc, moments, forest, roots, rec_cap],
             )?;
+            // Bit runs' size counts take the interior records' sizes straight into the
+            // histogram (ana_hist_records): only the pieces with edge records get rows.
+            let direct = u32::from(hist);
             if bit_runs {
                 gpu.launch(
                     module.func("ana_records"),
                     (sms * 8, 1, 1),
                     (256, 1, 1),
-                    &mut kernel_args![bufs.forest, geo, acc, rec, moments],
+                    &mut kernel_args![bufs.forest, geo, acc, rec, moments, direct],
                 )?;
             } else {
                 gpu.launch(
@@ -318,14 +324,34 @@ impl DeviceAnalysis {
                 let tail = self.tail.ptr;
                 let tail_cap = self.tail_cap as u32;
                 let tail_n = hist + (HIST_CAP as u64 + 1) * 4;
-                gpu.launch(
-                    module.func("ana_hist"),
-                    (sms * 4, 1, 1),
-                    (256, 1, 1),
-                    &mut kernel_args![
-                        count, acc, geo, wrap_x, wrap_y, hist, tail, tail_cap, tail_n
-                    ],
-                )?;
+                if bit_runs {
+                    gpu.launch(
+                        module.func("ana_hist_records"),
+                        (sms * 4, 1, 1),
+                        (256, 1, 1),
+                        &mut kernel_args![
+                            bufs.forest,
+                            acc,
+                            rec,
+                            geo,
+                            wrap_x,
+                            wrap_y,
+                            hist,
+                            tail,
+                            tail_cap,
+                            tail_n
+                        ],
+                    )?;
+                } else {
+                    gpu.launch(
+                        module.func("ana_hist"),
+                        (sms * 4, 1, 1),
+                        (256, 1, 1),
+                        &mut kernel_args![
+                            count, acc, geo, wrap_x, wrap_y, hist, tail, tail_cap, tail_n
+                        ],
+                    )?;
+                }
             }
         }
         if bit_runs && labels != 0 {

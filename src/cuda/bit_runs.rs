@@ -85,6 +85,7 @@ pub(crate) const KERNELS: &[&str] = &[
     "ana_records",
     "ana_border",
     "ana_hist",
+    "ana_hist_records",
 ];
 
 /// The kernels of the 64-bit build (no cluster analysis; `br_scan` scans the 64-bit ranks).
@@ -260,6 +261,8 @@ pub(crate) struct Records {
     pub count: u64,
     pub cap: u32,
     pub slots: u32,
+    /// 0: sizes and boxes only, the coordinate sums of multi-run components left 0.
+    pub moments: u32,
 }
 
 /// Bytes of a record (root site, two packed u64 sums, the packed bounding box).
@@ -282,15 +285,20 @@ pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Resu
 /// Queues the pieces of the cluster analysis (`job`: canonical numbering, no segments): the
 /// tiles' records into `rec`, then the seams, the flatten and the ranking, after which every
 /// local root's slot holds `FLAG | label - 1`. No label is written; [`final_pass`] writes them.
+///
+/// With `forest_only` (no [`final_pass`] will follow) the tile pass writes only what the later
+/// passes read: the labels of tile-edge sites (the seams and the lattice's edges) and the local
+/// roots' slots, not the interior sites' (at p_c three quarters of the label array's bytes).
 pub(crate) fn run_pieces(
     gpu: &Gpu,
     module: &Module,
     job: &Job,
     bufs: &Buffers,
     rec: &Records,
+    forest_only: bool,
 ) -> Result<()> {
     debug_assert!(job.numbering == Numbering::Canonical && !job.segments);
-    queue(gpu, module, job, bufs, Some(rec))
+    queue(gpu, module, job, bufs, Some((rec, forest_only)))
 }
 
 /// Queues `br_final`: the labels of the last [`run_pieces`] (or of a labeling's earlier stages).
@@ -336,7 +344,7 @@ fn queue(
     module: &Module,
     job: &Job,
     bufs: &Buffers,
-    rec: Option<&Records>,
+    rec: Option<(&Records, bool)>,
 ) -> Result<()> {
     let geo = Geo::new(job);
     let (tiles_x, tiles_y) = tiles(job);
@@ -350,8 +358,11 @@ fn queue(
     let wide = job.labels == LabelWidth::U64;
     let ll = bufs.aux + (local_roots_word(job) * 4) as u64;
     let stores_at = if wide { ll } else { labels };
+    // Bit 2: the analysis's forest only (`run_pieces`).
+    let forest_only = rec.is_some_and(|(_, f)| f) && !wide;
     let vec = u32::from(job.site.size() == 1 && input % 16 == 0 && job.width % 16 == 0)
-        | (u32::from(stores_at % 16 == 0 && job.width % 4 == 0) << 1);
+        | (u32::from(stores_at % 16 == 0 && job.width % 4 == 0) << 1)
+        | (u32::from(forest_only) << 2);
     let smem = shared_bytes(job.segments) as u32;
     let canonical = job.numbering == Numbering::Canonical;
     let entries = job.height * tiles_x;
@@ -387,7 +398,7 @@ fn queue(
                 smem,
                 &mut kernel_args![input, labels, geo, tx, vec, mask, edge_roots],
             )?,
-            Some(rec) => {
+            Some((rec, _)) => {
                 let rec = *rec;
                 gpu.memset_zero(rec.count, 8)?;
                 gpu.launch_shared(
