@@ -26,7 +26,8 @@ const USAGE: &str =
   --reps R       timed runs per measurement (default 20)
   --check        compare each GPU table with the CPU's once
   --table-only   skip the label-image and Measures::All columns (printed as -)
-  --all-only     time raw labeling and the device's Measures::All only (others NaN)";
+  --all-only     time raw labeling and the device's Measures::All only (others NaN)
+  --conn C       one connectivity only (4 or 8; default both)";
 
 fn main() -> ExitCode {
     common::report("gpu_analysis", run())
@@ -38,6 +39,7 @@ fn run() -> BenchResult<()> {
     let mut check = false;
     let mut table_only = false;
     let mut all_only = false;
+    let mut conns = vec![Connectivity::Four, Connectivity::Eight];
     let mut args = Args::from_env(USAGE);
     while let Some(a) = args.next_flag() {
         match a.as_str() {
@@ -46,6 +48,13 @@ fn run() -> BenchResult<()> {
             "--check" => check = true,
             "--table-only" => table_only = true,
             "--all-only" => all_only = true,
+            "--conn" => {
+                conns = match args.value::<u32>("--conn") {
+                    4 => vec![Connectivity::Four],
+                    8 => vec![Connectivity::Eight],
+                    c => return Err(format!("--conn takes 4 or 8, not {c}").into()),
+                }
+            }
             other => args.unknown(other),
         }
     }
@@ -77,7 +86,7 @@ fn run() -> BenchResult<()> {
         "All host",
         "All wall"
     );
-    for c in [Connectivity::Four, Connectivity::Eight] {
+    for &c in &conns {
         for b in [Boundary::Periodic, Boundary::Open] {
             let mut gpu = CudaAnalyzer::new(0, c, b)?;
             let stream = gpu.stream().clone();

@@ -244,9 +244,14 @@ __device__ __forceinline__ u64 grp_sum64(u32 grp, u64 v) {
 // plainly for interior records (the piece is that one component), with atomics for edge records
 // (after ana_zero). Grid-stride over count[0] + count[1] records; with `edges_only` (the size
 // counts, whose ana_hist_records takes the interior records' sizes straight from the records)
-// over the edge records alone.
+// over the edge records alone. An interior record's piece is its root's rank: from L, or, when
+// RB is given (the forest-only tile pass wrote no interior root's slot), from the masks as
+// br_publish computes it: the chunk's and the entry's first ranks, the roots before the root's
+// word in its entry (PRE, br_count) and those before it in its word.
 extern "C" __global__ void __launch_bounds__(256)
-ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments, u32 edges_only) {
+ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments, u32 edges_only,
+            const u32* __restrict__ RB, const u32* __restrict__ CNT,
+            const u32* __restrict__ CHUNK, const u16* __restrict__ PRE, u32 tiles_x) {
     const u32 ni = edges_only ? 0u : rec.count[0];
     const u32 total = ni + rec.count[1];
     const u32 lane = threadIdx.x & 31;
@@ -261,10 +266,16 @@ ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments, u32 edges_only)
         if (valid) {
             const u32 j = edge ? rec.cap - 1 - (i - ni) : i;
             const u32 site = rec.root[j];
-            l = L[site] & ~FLAG;
+            const u32 ys = div_w(g, site);
+            if (RB != nullptr && !edge) {
+                const u32 x = site - ys * g.w;
+                const u32 e = ys * tiles_x + (x >> 10), wi = (e << 5) + ((x & 1023u) >> 5);
+                l = CHUNK[e / BR_CHUNK] + CNT[e] + PRE[wi] + __popc(RB[wi] & ((1u << (x & 31u)) - 1u));
+            } else {
+                l = L[site] & ~FLAG;
+            }
             // The local root is the component's first site in the tile.
             first = site;
-            const u32 ys = div_w(g, site);
             const u32 x0 = (site - ys * g.w) & ~(TW - 1), y0 = ys - ys % TH;
             const u64 A = rec.a[j], B = rec.b[j];
             const u32 box = rec.box[j];

@@ -630,8 +630,9 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
 #else
         const u32 key = node_key(ent, g, t, n);
         ent[n] = key + 1;
-        // Forest only: the local root's own slot, which the label pass below may skip.
-        if (vec & 4u) L[key] = key + 1;
+        // Forest only: an edge component's local root's own slot, which the label pass below
+        // may skip (an interior root's rank comes from the masks: ana_records).
+        if ((vec & 4u) && (e & EDGE)) L[key] = key + 1;
 #endif
     }
     __syncthreads();
@@ -942,10 +943,11 @@ br_flatten(label_t* L, Geo g, const u32* __restrict__ ER, u32* RB, u32 tiles_x, 
 }
 
 // Roots per (row, tile column) entry, in raster order: CNT[e] = the entry's first rank within its
-// chunk of BR_CHUNK entries, CHUNK[c] = the chunk's total (scanned by canon_scan afterwards).
-// Grid: ceil(entries / BR_CHUNK) CTAs of 256 threads.
+// chunk of BR_CHUNK entries, CHUNK[c] = the chunk's total (scanned by canon_scan afterwards);
+// PRE (or null) the roots before each mask word in its entry, for ana_records' ranks of interior
+// roots. Grid: ceil(entries / BR_CHUNK) CTAs of 256 threads.
 extern "C" __global__ void __launch_bounds__(256)
-br_count(const u32* __restrict__ RB, u32 entries, u32* CNT, label_t* CHUNK) {
+br_count(const u32* __restrict__ RB, u32 entries, u32* CNT, label_t* CHUNK, u16* PRE) {
     __shared__ u32 s_cnt[BR_CHUNK];
     __shared__ u32 scratch[32];
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -954,6 +956,10 @@ br_count(const u32* __restrict__ RB, u32 entries, u32* CNT, label_t* CHUNK) {
     for (u32 i = 0; i < 32; i++) {
         const u32 e = first + warp * 32 + i;
         u32 c = e < entries ? __popc(RB[(e << 5) + lane]) : 0u;
+        if (PRE != nullptr) { // uniform
+            const u32 before = warp_incl_scan(c, lane) - c;
+            if (e < entries) PRE[(e << 5) + lane] = (u16)before;
+        }
 #pragma unroll
         for (int o = 16; o > 0; o >>= 1) c += __shfl_xor_sync(FULL, c, o);
         if (lane == 0) s_cnt[warp * 32 + i] = c;
@@ -969,25 +975,29 @@ br_count(const u32* __restrict__ RB, u32 entries, u32* CNT, label_t* CHUNK) {
 // CNT[e] + the roots before it in the (row, tile column) entry e. One warp per entry of 32 words;
 // the nonempty words are taken in turn, bit k by lane k, so that each store of the warp falls in
 // one 128-byte line (roots are dense at p_c: scattered stores cost a sector read each).
-// Grid: ceil(entries / 8) CTAs of 256 threads.
+// ER (or null: every root): publish only the roots in ER, edge components' (an analysis without
+// labels ranks interior roots from the masks). Grid: ceil(entries / 8) CTAs of 256 threads.
 extern "C" __global__ void __launch_bounds__(256)
 br_publish(label_t* L, Geo g, const u32* __restrict__ RB, const u32* __restrict__ CNT,
-           const label_t* __restrict__ CHUNK, u32 tiles_x, u32 entries) {
+           const label_t* __restrict__ CHUNK, u32 tiles_x, u32 entries,
+           const u32* __restrict__ ER) {
     const u32 e = blockIdx.x * 8u + (threadIdx.x >> 5);
     const u32 lane = threadIdx.x & 31;
     if (e >= entries) return; // uniform across the warp
     const u32 mine = RB[(e << 5) + lane];
+    const u32 pub = ER != nullptr ? mine & ER[(e << 5) + lane] : mine;
     const u32 c = __popc(mine);
     const label_t first_l = CHUNK[e / BR_CHUNK] + CNT[e] + warp_incl_scan(c, lane) - c;
     label_t* row = L + mask_site(g, tiles_x, e << 5);
     const u32 below = lane ? le_mask(lane - 1) : 0u;
-    u32 todo = __ballot_sync(FULL, mine != 0);
+    u32 todo = __ballot_sync(FULL, pub != 0);
     while (todo) {
         const u32 q = __ffs(todo) - 1;
         todo &= todo - 1;
         const u32 word = __shfl_sync(FULL, mine, q);
+        const u32 wpub = __shfl_sync(FULL, pub, q);
         const label_t first = __shfl_sync(FULL, first_l, q);
-        if ((word >> lane) & 1u) row[32u * q + lane] = LFLAG | (first + __popc(word & below));
+        if ((wpub >> lane) & 1u) row[32u * q + lane] = LFLAG | (first + __popc(word & below));
     }
 }
 

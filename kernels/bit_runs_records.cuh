@@ -166,6 +166,20 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
             // components are small.)
             const u32 prev = __shfl_up_sync(FULL, s, 1);
             const u32 heads = __ballot_sync(FULL, lane == 0 || prev != s || s == FULL);
+#if __CUDA_ARCH__ >= 800
+            if (heads == 1u) {
+                // The whole warp holds runs of one component (a dense lattice's large one): one
+                // full-warp reduction per field, into lane 0.
+#pragma unroll
+                for (u32 f = 0; f < ACC_FIELDS; f++) {
+                    if (!mom && f > 0 && f < ACC_XMIN) continue;
+                    v[f] = f < ACC_XMIN    ? __reduce_add_sync(FULL, v[f])
+                           : f == ACC_XMIN ? __reduce_min_sync(FULL, v[f])
+                                           : __reduce_max_sync(FULL, v[f]);
+                }
+                if (lane) s = FULL;
+            } else
+#endif
             if (heads != FULL) {
                 const u32 above = lane == 31 ? 0u : heads & (FULL << (lane + 1));
                 const u32 stretch_end = above ? __ffs(above) - 1 : 32u;

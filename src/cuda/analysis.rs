@@ -284,11 +284,31 @@ impl DeviceAnalysis {
             // histogram (ana_hist_records): only the pieces with edge records get rows.
             let direct = u32::from(hist);
             if bit_runs {
+                // A forest-only tile pass left interior roots' slots unwritten: their ranks
+                // come from the masks.
+                let [rb, cnt, chunks, pre] = if labels == 0 {
+                    bit_runs::rank_masks(job, &bufs)
+                } else {
+                    [0; 4]
+                };
+                let tiles_x = job.width.div_ceil(bit_runs::TILE_W) as u32;
                 gpu.launch(
                     module.func("ana_records"),
                     (sms * 8, 1, 1),
                     (256, 1, 1),
-                    &mut kernel_args![bufs.forest, geo, acc, rec, moments, direct],
+                    &mut kernel_args![
+                        bufs.forest,
+                        geo,
+                        acc,
+                        rec,
+                        moments,
+                        direct,
+                        rb,
+                        cnt,
+                        chunks,
+                        pre,
+                        tiles_x
+                    ],
                 )?;
             } else {
                 gpu.launch(

@@ -186,13 +186,43 @@ pub(crate) fn scratch_words(job: &Job) -> usize {
     }
 }
 
-/// Words of the root masks and (canonical numbering) the counts and chunk ranks.
+/// Words of the root masks and (canonical numbering) the counts, the chunk ranks and (32-bit
+/// labels) the per-word root counts of the analysis ([`rank_masks`]).
 fn masks_words(job: &Job) -> usize {
     let entries = job.height * tiles(job).0;
     if job.numbering == Numbering::Raw {
         return 32 * entries;
     }
+    pre_word(job) + pre_words(job)
+}
+
+/// Word offset of the roots before each mask word in its entry (`PRE`, a `u16` per word, canonical
+/// 32-bit numbering): after the chunk ranks.
+fn pre_word(job: &Job) -> usize {
     chunk_word(job) + chunk_words(job)
+}
+
+/// Words of `PRE`: 32 `u16`s per (row, tile column) entry, for 32-bit labels only.
+fn pre_words(job: &Job) -> usize {
+    match job.labels {
+        LabelWidth::U32 => 16 * job.height * tiles(job).0,
+        LabelWidth::U64 => 0,
+    }
+}
+
+/// Device addresses of what ranks an interior root without its slot in the label array (a
+/// forest-only [`run_pieces`]): the interior-and-global root mask, the counts per entry, the
+/// scanned chunk ranks and the roots before each mask word (`ana_records` takes them).
+pub(crate) fn rank_masks(job: &Job, bufs: &Buffers) -> [u64; 4] {
+    let entries = (job.height * tiles(job).0) as u64;
+    let mask = bufs.aux + 32 * entries * 4;
+    let counts = mask + 32 * entries * 4;
+    [
+        mask,
+        counts,
+        bufs.aux + (chunk_word(job) * 4) as u64,
+        bufs.aux + (pre_word(job) * 4) as u64,
+    ]
 }
 
 /// Word offset of the 64-bit build's local roots (`LL`, a `u16` a site) in the scratch: after
@@ -370,12 +400,17 @@ fn queue(
     // Scratch at `bufs.aux`: the edge-root mask, then (canonical) the root mask, the counts and
     // the chunk counts.
     let edge_roots = bufs.aux;
-    let (mask, counts, chunk_counts) = if canonical {
-        let mask = edge_roots + (32 * entries * 4) as u64;
-        let counts = mask + (32 * entries * 4) as u64;
-        (mask, counts, edge_roots + (chunk_word(job) * 4) as u64)
+    let (mask, counts, chunk_counts, pre) = if canonical {
+        let [mask, counts, chunks, pre] = rank_masks(job, bufs);
+        (mask, counts, chunks, pre)
     } else {
-        (0, 0, 0)
+        (0, 0, 0, 0)
+    };
+    // Forest only: interior roots are ranked from the masks (PRE), only edge roots published.
+    let (pre, publish_only) = if forest_only {
+        (pre, edge_roots)
+    } else {
+        (0, 0)
     };
     let (entries, chunks) = (entries as u32, chunks as u32);
     // SAFETY: the arguments match the kernels' parameters; `input` and `labels` hold the job's
@@ -452,7 +487,7 @@ fn queue(
                 module.func("br_count"),
                 (chunks, 1, 1),
                 (256, 1, 1),
-                &mut kernel_args![mask, entries, counts, chunk_counts],
+                &mut kernel_args![mask, entries, counts, chunk_counts, pre],
             )?;
             let scan = match job.labels {
                 LabelWidth::U32 => "canon_scan",
@@ -468,7 +503,16 @@ fn queue(
                 module.func("br_publish"),
                 (entries.div_ceil(8), 1, 1),
                 (256, 1, 1),
-                &mut kernel_args![labels, geo, mask, counts, chunk_counts, tx, entries],
+                &mut kernel_args![
+                    labels,
+                    geo,
+                    mask,
+                    counts,
+                    chunk_counts,
+                    tx,
+                    entries,
+                    publish_only
+                ],
             )?;
             gpu.launch(
                 module.func("br_spread"),
