@@ -252,12 +252,63 @@ extern "C" __global__ void __launch_bounds__(256)
 ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments, u32 edges_only,
             const u32* __restrict__ RB, const u32* __restrict__ CNT,
             const u32* __restrict__ CHUNK, const u16* __restrict__ PRE, u32 tiles_x) {
+    // Interior rows staged per warp (64 bytes a record), then stored four lanes a row.
+    __shared__ uint4 stage[8][32][4];
+    // The block's hot piece (below) and its sums.
+    __shared__ u32 hot, h_size, h_first, h_xmn, h_xmx, h_ymn, h_ymx, cand[8], cand_n[8];
+    __shared__ unsigned long long h_sx, h_sy, h_sxx, h_syy;
     const u32 ni = edges_only ? 0u : rec.count[0];
-    const u32 total = ni + rec.count[1];
-    const u32 lane = threadIdx.x & 31;
+    const u32 ne = rec.count[1], total = ni + ne;
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 stride = gridDim.x * blockDim.x;
-    // Warp-uniform loop: the edge records of a warp are summed per piece first (the pieces that
-    // cross many tiles, the percolating one above all, would serialise their atomics in L2).
+    const bool mom = moments != 0;
+    // The hot piece: the commonest among a sample of 256 edge records (a warp's largest group,
+    // the largest of the eight). Pieces that cross many tiles, the percolating one above all,
+    // have edge records everywhere, and their atomics on one row would serialise in L2: the
+    // block sums that piece's records in shared memory and adds them once.
+    {
+        u32 l = FULL_LABEL;
+        if (ne > 0) {
+            const u32 k = (u32)(((u64)(blockIdx.x * blockDim.x + threadIdx.x) * 2654435761ull) % ne);
+            l = L[rec.root[rec.cap - 1 - k]] & ~FLAG;
+        }
+        u32 n = 0;
+#if __CUDA_ARCH__ >= 800
+        n = __popc(__match_any_sync(FULL, l));
+#endif
+        // The warp's largest group (ties: the larger label; any choice is correct).
+        u32 best = (n << 24) | (lane), bl = l;
+#pragma unroll
+        for (u32 o = 16; o > 0; o >>= 1) {
+            const u32 ob = __shfl_xor_sync(FULL, best, o), ol = __shfl_xor_sync(FULL, bl, o);
+            if (ob > best) {
+                best = ob;
+                bl = ol;
+            }
+        }
+        if (lane == 0) {
+            cand[warp] = bl;
+            cand_n[warp] = best >> 24;
+        }
+        if (threadIdx.x == 0) {
+            h_size = 0;
+            h_first = h_xmn = h_ymn = FULL_LABEL;
+            h_xmx = h_ymx = 0;
+            h_sx = h_sy = h_sxx = h_syy = 0;
+        }
+        __syncthreads();
+        if (threadIdx.x == 0) {
+            u32 hb = 0, hl = FULL_LABEL;
+            for (u32 w = 0; w < blockDim.x / 32; w++)
+                if (cand_n[w] > hb) {
+                    hb = cand_n[w];
+                    hl = cand[w];
+                }
+            hot = hb > 1 ? hl : FULL_LABEL;
+        }
+        __syncthreads();
+    }
+    const u32 hot_l = hot;
     for (u32 i0 = blockIdx.x * blockDim.x + (threadIdx.x & ~31u); i0 < total; i0 += stride) {
         const u32 i = i0 + lane;
         const bool valid = i < total, edge = i >= ni;
@@ -284,7 +335,7 @@ ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments, u32 edges_only,
             xmx = x0 + box_x_max(box);
             ymn = y0 + box_y_min(box);
             ymx = y0 + box_y_max(box);
-            if (moments) {
+            if (mom) {
                 const u64 n = s, X = x0, Y = y0;
                 const u64 lx = rec_sx(B), lxx = rec_sxx(B);
                 const u64 ly = rec_sy(A), lyy = rec_syy(A);
@@ -293,14 +344,34 @@ ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments, u32 edges_only,
                 sy = Y * n + ly;
                 syy = Y * Y * n + 2ull * Y * ly + lyy;
             }
-            if (!edge) {
-                put_row(a + l, s, xmn, xmx, ymn, ymx, sx, sy, sxx, syy, first, moments != 0);
-            }
         }
-        // The pieces with many edge records (the percolating one above all) would serialise
-        // their atomics in L2: the edge records of a warp are grouped by piece, and each group's
-        // first lane adds the group's sums (single records add their own).
-        const u32 active = __ballot_sync(0xffffffffu, valid && edge);
+        // Interior records are whole pieces: their rows are stored whole. Staged so that each
+        // store instruction writes eight whole rows (their ranks are mostly consecutive) rather
+        // than a 16-byte piece of 32 scattered rows.
+        const u32 inner = __ballot_sync(FULL, valid && !edge);
+        if (inner) {
+            if (valid && !edge) {
+                uint4* st = stage[warp][lane];
+                st[0] = make_uint4((u32)sx, (u32)(sx >> 32), (u32)sy, (u32)(sy >> 32));
+                st[1] = make_uint4((u32)sxx, (u32)(sxx >> 32), (u32)syy, (u32)(syy >> 32));
+                st[2] = make_uint4(s, xmn, xmx, ymn);
+                st[3] = make_uint4(ymx, 0u, 0u, first);
+            }
+            __syncwarp();
+            const u32 c = lane & 3u;
+#pragma unroll
+            for (u32 q = 0; q < 4; q++) {
+                const u32 r = 8u * q + (lane >> 2);
+                const u32 lr = __shfl_sync(FULL, l, r);
+                // (Without moments their sector is never read.)
+                if (((inner >> r) & 1u) && (mom || c >= 2))
+                    reinterpret_cast<uint4*>(a + lr)[c] = stage[warp][r][c];
+            }
+            __syncwarp();
+        }
+        // Edge records: grouped by piece in the warp, each group's first lane adds the group's
+        // sums (single records add their own); the hot piece's go to the block's sums.
+        const u32 active = __ballot_sync(FULL, valid && edge);
         if (!(valid && edge)) continue;
 #if __CUDA_ARCH__ >= 800
         const u32 grp = __match_any_sync(active, l);
@@ -311,7 +382,7 @@ ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments, u32 edges_only,
             ymn = __reduce_min_sync(grp, ymn);
             ymx = __reduce_max_sync(grp, ymx);
             first = __reduce_min_sync(grp, first);
-            if (moments) {
+            if (mom) {
                 sx = grp_sum64(grp, sx);
                 sy = grp_sum64(grp, sy);
                 sxx = grp_sum64(grp, sxx);
@@ -322,8 +393,27 @@ ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments, u32 edges_only,
 #else
         (void)active;
 #endif
-        add_row(a + l, s, xmn, xmx, ymn, ymx, sx, sy, sxx, syy, first, moments != 0);
+        if (l == hot_l) {
+            atomicAdd(&h_size, s);
+            atomicMin(&h_first, first);
+            atomicMin(&h_xmn, xmn);
+            atomicMax(&h_xmx, xmx);
+            atomicMin(&h_ymn, ymn);
+            atomicMax(&h_ymx, ymx);
+            if (mom) {
+                atomicAdd(&h_sx, (unsigned long long)sx);
+                atomicAdd(&h_sy, (unsigned long long)sy);
+                atomicAdd(&h_sxx, (unsigned long long)sxx);
+                atomicAdd(&h_syy, (unsigned long long)syy);
+            }
+            continue;
+        }
+        add_row(a + l, s, xmn, xmx, ymn, ymx, sx, sy, sxx, syy, first, mom);
     }
+    __syncthreads();
+    if (threadIdx.x == 0 && h_size > 0)
+        add_row(a + hot_l, h_size, h_xmn, h_xmx, h_ymn, h_ymx, h_sx, h_sy, h_sxx, h_syy, h_first,
+                mom);
 }
 #endif
 
