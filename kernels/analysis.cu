@@ -39,6 +39,15 @@
 
 #include "analysis_row.cuh"
 
+// The piece (label - 1) of a local root r that is ranked or points at its ranked global root:
+// br_spread gives every edge component's local root its root's FLAG | rank, and an analysis
+// without labels skips it (its local roots point straight at their global roots, br_flatten).
+__device__ __forceinline__ u32 root_piece(const u32* L, u32 r) {
+    u32 v = L[r];
+    if (!(v & FLAG)) v = L[v - 1];
+    return v & ~FLAG;
+}
+
 // Stores a whole row: the moments sector only when `moments` (it is never read otherwise).
 __device__ __forceinline__ void put_row(Row* r, u32 size, u32 x0, u32 x1, u32 y0, u32 y1, u64 sx,
                                         u64 sy, u64 sxx, u64 syy, u32 first, bool moments) {
@@ -75,7 +84,7 @@ ana_zero(const u32* __restrict__ count, Row* a, u32 moments, const u32* L,
     }
     const u32 ne = count[1];
     for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < ne; i += stride) {
-        const u32 l = ld_cg(L + roots[cap - 1 - i]) & ~FLAG;
+        const u32 l = root_piece(L, roots[cap - 1 - i]);
         put_empty(a + l, mom);
     }
 }
@@ -270,7 +279,7 @@ ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments, u32 edges_only,
         u32 l = FULL_LABEL;
         if (ne > 0) {
             const u32 k = (u32)(((u64)(blockIdx.x * blockDim.x + threadIdx.x) * 2654435761ull) % ne);
-            l = L[rec.root[rec.cap - 1 - k]] & ~FLAG;
+            l = root_piece(L, rec.root[rec.cap - 1 - k]);
         }
         u32 n = 0;
 #if __CUDA_ARCH__ >= 800
@@ -323,7 +332,7 @@ ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments, u32 edges_only,
                 const u32 e = ys * tiles_x + (x >> 10), wi = (e << 5) + ((x & 1023u) >> 5);
                 l = CHUNK[e / BR_CHUNK] + CNT[e] + PRE[wi] + __popc(RB[wi] & ((1u << (x & 31u)) - 1u));
             } else {
-                l = L[site] & ~FLAG;
+                l = root_piece(L, site);
             }
             // The local root is the component's first site in the tile.
             first = site;
@@ -525,7 +534,7 @@ ana_hist_records(const u32* L, const Row* a, BrRec rec, Geo g, u32 wrap_x, u32 w
             continue;
         }
         const u32 site = rec.root[rec.cap - 1 - (i - ni)];
-        const Row* r = a + (L[site] & ~FLAG);
+        const Row* r = a + root_piece(L, site);
         if (r->first == site) hist_row(r, g, wrap_x, wrap_y, sh, tail, tail_cap, tail_n);
     }
     hist_flush(sh, hist);

@@ -602,14 +602,19 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     // Each entry becomes its node's label, local root + 1: non-roots first (reading their
     // roots' own fields, which stay until the roots' turn), then the roots. (64-bit labels: the
     // local root's tile position + 1, which LL keeps; L gets only the local roots' slots.)
-    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
+    // Forest only: the entries stay nodes, and the few edge sites written below take their
+    // labels from their nodes' roots.
+    const bool forest_only = !LABEL64 && (vec & 4u);
+    if (!forest_only) {
+        for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
 #if LABEL64
-        if (!((mine >> k) & 1u)) ent[n] = (ent[e_par(ent[n])] & OWN_MASK) + 1;
+            if (!((mine >> k) & 1u)) ent[n] = (ent[e_par(ent[n])] & OWN_MASK) + 1;
 #else
-        if (!((mine >> k) & 1u)) ent[n] = node_key(ent, g, t, e_par(ent[n])) + 1;
+            if (!((mine >> k) & 1u)) ent[n] = node_key(ent, g, t, e_par(ent[n])) + 1;
 #endif
+        }
+        __syncthreads();
     }
-    __syncthreads();
     for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
         if (!((mine >> k) & 1u)) continue;
         const u32 e = ent[n];
@@ -629,10 +634,16 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
         ent[n] = (e & OWN_MASK) + 1;
 #else
         const u32 key = node_key(ent, g, t, n);
-        ent[n] = key + 1;
-        // Forest only: an edge component's local root's own slot, which the label pass below
-        // may skip (an interior root's rank comes from the masks: ana_records).
-        if ((vec & 4u) && (e & EDGE)) L[key] = key + 1;
+        if (!forest_only) {
+            ent[n] = key + 1;
+        } else {
+            // The root points at itself again (br_records kept an accumulator number in a
+            // multi-run root's parent field), so that every node's parent is its root below.
+            ent[n] = (e & (OWN_MASK | EDGE)) | (n << PAR_SHIFT);
+            // An edge component's local root's own slot, which the label pass below may skip
+            // (an interior root's rank comes from the masks: ana_records).
+            if (e & EDGE) L[key] = key + 1;
+        }
 #endif
     }
     __syncthreads();
@@ -693,14 +704,16 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
         const u32 rs_l = occ_l & ~plane(sm, P_JL, r)[lane];
         const u32 nb_l = rowbase[r] + excl_pl[r * TWW + lane];
         u32* out = L + (t.y0 + r) * g.w + t.x0;
-        if ((vec & 4u) && r != 0 && r != t.rows - 1) {
+        if (forest_only && r != 0 && r != t.rows - 1) {
             // Forest only (an analysis without labels): the later passes read the labels of
             // tile-edge sites (the seams, the lattice's edges) and local roots' slots alone,
             // so an inner row writes its first and last columns only.
             const u32 lc = t.cols - 1;
-            if (lane == 0 && (occ_l & 1u)) out[0] = ent[nb_l];
-            if (lane == (lc >> 5) && ((occ_l >> (lc & 31)) & 1u))
-                out[lc] = ent[nb_l + __popc(rs_l & le_mask(lc & 31)) - 1];
+            if (lane == 0 && (occ_l & 1u)) out[0] = node_key(ent, g, t, e_par(ent[nb_l])) + 1;
+            if (lane == (lc >> 5) && ((occ_l >> (lc & 31)) & 1u)) {
+                const u32 m = nb_l + __popc(rs_l & le_mask(lc & 31)) - 1;
+                out[lc] = node_key(ent, g, t, e_par(ent[m])) + 1;
+            }
             continue;
         }
         for (u32 c0 = 0; c0 < t.cols; c0 += 128u) {
@@ -713,7 +726,9 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
 #pragma unroll
             for (u32 q = 0; q < 4; q++) {
                 n += (rs >> (b0 + q)) & 1u;
-                v[q] = ((occ >> (b0 + q)) & 1u) ? ent[n - 1] : 0u;
+                v[q] = !((occ >> (b0 + q)) & 1u) ? 0u
+                       : forest_only         ? node_key(ent, g, t, e_par(ent[n - 1])) + 1
+                                             : ent[n - 1];
             }
             const u32 c = c0 + 4u * lane;
             if ((vec & 2u) && c0 + 128u <= t.cols) {

@@ -514,12 +514,16 @@ fn queue(
                     publish_only
                 ],
             )?;
-            gpu.launch(
-                module.func("br_spread"),
-                ((32 * entries).div_ceil(256), 1, 1),
-                (256, 1, 1),
-                &mut kernel_args![labels, geo, edge_roots, tx, entries],
-            )?;
+            // Forest only: the analysis reads an edge component's rank through its global
+            // root (analysis.cu: root_piece), and no label pass needs it in every local root.
+            if !forest_only {
+                gpu.launch(
+                    module.func("br_spread"),
+                    ((32 * entries).div_ceil(256), 1, 1),
+                    (256, 1, 1),
+                    &mut kernel_args![labels, geo, edge_roots, tx, entries],
+                )?;
+            }
         } else {
             gpu.memset_zero(count, job.labels.bytes())?;
         }
