@@ -25,6 +25,8 @@
 //               host's displacement-tracking join across the periodic seams.
 //   ana_hist    the size histogram (exact sizes up to HIST_CAP, larger ones and spanning ones
 //               listed) of the pieces that touch no periodic seam, device-resident.
+//   ana_hist_records (bit runs) the same from the records: interior ones are whole pieces (their
+//               rows are never written for the size counts), edge pieces are read from their rows.
 //
 // Accumulators are one 64-byte row per piece (Row), so that a record's sums land in the two
 // 32-byte sectors of one row rather than in nine arrays, a whole row is written with four

@@ -27,7 +27,9 @@
 //              row by row; for canonical numbering also that of its interior roots (RB).
 //              br_local_ana (cluster analysis) also sums each local component's size, moments
 //              and extremes in shared memory and writes one record per component (br_records;
-//              analysis.cu's ana_records adds them into the pieces once the roots are ranked).
+//              analysis.cu's ana_records adds them into the pieces once the roots are ranked);
+//              without labels (vec bit 2) it writes only the forest: tile-edge sites' labels and
+//              edge components' local roots' slots.
 //   br_merge   unites, with atomicMin linking in L, the sites that face each other across tile
 //              seams (and the periodic edges, which are seams between the last and first row or
 //              column), starting each find at the site's local root; rows and columns in one

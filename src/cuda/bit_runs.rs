@@ -26,7 +26,10 @@
 //! extremes in shared memory (runs of one component side by side in a warp are reduced by
 //! shuffles first) and writes one [`Records`] entry per local component; `br_final` is skipped
 //! unless labels are wanted, and `ana_records` (`kernels/analysis.cu`) adds the records into the
-//! pieces' accumulators once the roots are ranked.
+//! pieces' accumulators once the roots are ranked. Without labels the tile pass writes only the
+//! forest (`forest_only`: the labels of tile-edge sites and edge components' local roots' slots),
+//! `br_publish` ranks edge components' roots only, `br_spread` is skipped, and `ana_records`
+//! ranks interior roots from the masks (`br_count`'s per-word counts, [`rank_masks`]).
 //!
 //! The lattice is read once; the labels are written by the tiles and then read and, where a
 //! component crosses a tile seam (raw) or everywhere (canonical), written again. The scratch is
