@@ -11,9 +11,10 @@
 // - block union-find (devices whose blocks cannot have bit runs' shared memory): its forest and
 //   canon_count / canon_scan / canon_rank, then ana_runs takes the sums run by run from the rows.
 // Then:
-//   ana_zero    sets the accumulators of the n pieces to their empty values (n read on the
-//               device); on the bit runs path only those of the pieces with edge records, the
-//               others being stored whole by ana_records.
+//   ana_zero    (block union-find) sets the accumulators of the n pieces to their empty values
+//               (n read on the device). On the bit runs path br_publish sets the rows of the
+//               pieces with edge records empty as it ranks their roots, and ana_records stores
+//               the others whole.
 //   ana_runs    (block union-find) one warp per 32 sites of a row: a ballot gives the occupied
 //               lanes, each run start finds its piece's label (one find, at most two steps after
 //               the flatten), the label is broadcast along the run, lanes with equal labels are
@@ -50,45 +51,14 @@ __device__ __forceinline__ u32 root_piece(const u32* L, u32 r) {
     return v & ~FLAG;
 }
 
-// Stores a whole row: the moments sector only when `moments` (it is never read otherwise).
-__device__ __forceinline__ void put_row(Row* r, u32 size, u32 x0, u32 x1, u32 y0, u32 y1, u64 sx,
-                                        u64 sy, u64 sxx, u64 syy, u32 first, bool moments) {
-    if (moments) {
-        ulonglong2* m = reinterpret_cast<ulonglong2*>(r);
-        m[0] = make_ulonglong2(sx, sy);
-        m[1] = make_ulonglong2(sxx, syy);
-    }
-    uint4* b = reinterpret_cast<uint4*>(&r->size);
-    b[0] = make_uint4(size, x0, x1, y0);
-    b[1] = make_uint4(y1, 0u, 0u, first);
-}
-
-// The empty row (minima at their largest, for atomicMin).
-__device__ __forceinline__ void put_empty(Row* r, bool moments) {
-    put_row(r, 0, 0xffffffffu, 0, 0xffffffffu, 0, 0, 0, 0, 0, 0xffffffffu, moments);
-}
-
-// Without `roots`: rows 0..count[0]. With `roots` (bit runs' records, count = the records'
-// two counts): the rows of the pieces of the count[1] edge records, which ana_records adds
-// into with atomics (a warp's stores to one row are one request, so pieces with many edge
-// records cost little); the interior records' rows are stored whole there.
+// Rows 0..count[0] set empty (block union-find; bit runs' br_publish sets its edge pieces' rows
+// empty, and ana_records stores the interior ones whole).
 extern "C" __global__ void __launch_bounds__(256)
-ana_zero(const u32* __restrict__ count, Row* a, u32 moments, const u32* L,
-         const u32* __restrict__ roots, u32 cap) {
+ana_zero(const u32* __restrict__ count, Row* a, u32 moments) {
     const bool mom = moments != 0;
     const u32 stride = gridDim.x * blockDim.x;
-    if (!roots) {
-        const u32 n = count[0];
-        for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) {
-            put_empty(a + i, mom);
-        }
-        return;
-    }
-    const u32 ne = count[1];
-    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < ne; i += stride) {
-        const u32 l = root_piece(L, roots[cap - 1 - i]);
-        put_empty(a + l, mom);
-    }
+    const u32 n = count[0];
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += stride) put_empty(a + i, mom);
 }
 
 // The label - 1 of the piece holding occupied site (y, x).
@@ -253,7 +223,7 @@ __device__ __forceinline__ u64 grp_sum64(u32 grp, u64 v) {
 // every local root's slot in L holds FLAG | the piece's label - 1. A thread per record moves the
 // record's sums from tile to lattice coordinates and stores them into the piece's accumulators:
 // plainly for interior records (the piece is that one component), with atomics for edge records
-// (after ana_zero). Grid-stride over count[0] + count[1] records; with `edges_only` (the size
+// (into rows br_publish set empty). Grid-stride over count[0] + count[1] records; with `edges_only` (the size
 // counts, whose ana_hist_records takes the interior records' sizes straight from the records)
 // over the edge records alone. An interior record's piece is its root's rank: from L, or, when
 // RB is given (the forest-only tile pass wrote no interior root's slot), from the masks as

@@ -10,3 +10,21 @@ struct __align__(64) Row {
     u32 size, x_min, x_max, y_min, y_max;
     u32 sxx_hi, syy_hi, first;
 };
+
+// Stores a whole row: the moments sector only when `moments` (it is never read otherwise).
+__device__ __forceinline__ void put_row(Row* r, u32 size, u32 x0, u32 x1, u32 y0, u32 y1, u64 sx,
+                                        u64 sy, u64 sxx, u64 syy, u32 first, bool moments) {
+    if (moments) {
+        ulonglong2* m = reinterpret_cast<ulonglong2*>(r);
+        m[0] = make_ulonglong2(sx, sy);
+        m[1] = make_ulonglong2(sxx, syy);
+    }
+    uint4* b = reinterpret_cast<uint4*>(&r->size);
+    b[0] = make_uint4(size, x0, x1, y0);
+    b[1] = make_uint4(y1, 0u, 0u, first);
+}
+
+// The empty row (minima at their largest, for atomicMin).
+__device__ __forceinline__ void put_empty(Row* r, bool moments) {
+    put_row(r, 0, 0xffffffffu, 0, 0xffffffffu, 0, 0, 0, 0, 0, 0xffffffffu, moments);
+}

@@ -58,6 +58,13 @@
 // cluster analysis (br_local_ana, analysis.cu) is 32-bit only.
 #pragma once
 #include "common.cuh"
+#if !LABEL64
+// The analysis's accumulator rows, which br_publish sets empty for edge pieces.
+#include "analysis_row.cuh"
+typedef Row row_t;
+#else
+typedef void row_t;
+#endif
 
 #ifndef LABEL64
 #define LABEL64 0
@@ -992,17 +999,20 @@ br_count(const u32* __restrict__ RB, u32 entries, u32* CNT, label_t* CHUNK, u16*
 // CNT[e] + the roots before it in the (row, tile column) entry e. One warp per entry of 32 words;
 // the nonempty words are taken in turn, bit k by lane k, so that each store of the warp falls in
 // one 128-byte line (roots are dense at p_c: scattered stores cost a sector read each).
-// ER (or null: every root): publish only the roots in ER, edge components' (an analysis without
-// labels ranks interior roots from the masks). Grid: ceil(entries / 8) CTAs of 256 threads.
+// The cluster analysis (32-bit build) also passes ER, the edge components' local roots: with
+// `edge_only` (an analysis without labels, which ranks interior roots from the masks) only the
+// roots in ER are published, and with rows `a` the row of each root in ER (an edge piece, which
+// ana_records adds into with atomics) is set empty. Grid: ceil(entries / 8) CTAs of 256 threads.
 extern "C" __global__ void __launch_bounds__(256)
 br_publish(label_t* L, Geo g, const u32* __restrict__ RB, const u32* __restrict__ CNT,
            const label_t* __restrict__ CHUNK, u32 tiles_x, u32 entries,
-           const u32* __restrict__ ER) {
+           const u32* __restrict__ ER, u32 edge_only, row_t* a, u32 moments) {
     const u32 e = blockIdx.x * 8u + (threadIdx.x >> 5);
     const u32 lane = threadIdx.x & 31;
     if (e >= entries) return; // uniform across the warp
     const u32 mine = RB[(e << 5) + lane];
-    const u32 pub = ER != nullptr ? mine & ER[(e << 5) + lane] : mine;
+    const u32 er = ER != nullptr ? ER[(e << 5) + lane] : 0u;
+    const u32 pub = edge_only ? mine & er : mine;
     const u32 c = __popc(mine);
     const label_t first_l = CHUNK[e / BR_CHUNK] + CNT[e] + warp_incl_scan(c, lane) - c;
     label_t* row = L + mask_site(g, tiles_x, e << 5);
@@ -1013,8 +1023,19 @@ br_publish(label_t* L, Geo g, const u32* __restrict__ RB, const u32* __restrict_
         todo &= todo - 1;
         const u32 word = __shfl_sync(FULL, mine, q);
         const u32 wpub = __shfl_sync(FULL, pub, q);
+        const u32 wer = __shfl_sync(FULL, er, q);
         const label_t first = __shfl_sync(FULL, first_l, q);
-        if ((wpub >> lane) & 1u) row[32u * q + lane] = LFLAG | (first + __popc(word & below));
+        if ((wpub >> lane) & 1u) {
+            const label_t rank = first + __popc(word & below);
+            row[32u * q + lane] = LFLAG | rank;
+#if !LABEL64
+            if (a != nullptr && ((wer >> lane) & 1u)) put_empty(a + rank, moments != 0);
+#else
+            (void)wer;
+            (void)a;
+            (void)moments;
+#endif
+        }
     }
 }
 

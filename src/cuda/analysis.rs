@@ -246,9 +246,15 @@ impl DeviceAnalysis {
         self.job = Some(*job);
         let rec = self.records(job, moments);
         let bufs = if bit_runs {
-            // Without labels the forest is all the later kernels read.
+            let pieces = bit_runs::Pieces {
+                rec: &rec,
+                // Without labels the forest is all the later kernels read.
+                forest_only: labels == 0,
+                rows: self.acc.ptr,
+                moments,
+            };
             self.engine
-                .run_pieces(job, input, self.labels.ptr, &rec, labels == 0)?
+                .run_pieces(job, input, self.labels.ptr, &pieces)?
         } else {
             self.engine.run_ranked(job, input)?
         };
@@ -262,24 +268,21 @@ impl DeviceAnalysis {
         let count = bufs.count;
         let sms = gpu.sms.max(1);
         let moments = u32::from(moments);
-        // Bit runs: only the rows of the pieces with edge records are set empty (the interior
-        // records store their rows whole), found through the records' roots.
-        let (zero_count, forest, roots, rec_cap) = if bit_runs {
-            (rec.count, bufs.forest, rec.root, rec.cap)
-        } else {
-            (count, 0, 0, 0)
-        };
         // SAFETY: the arguments match the kernels' parameters; the accumulators hold `capacity`
         // rows (an upper bound on the pieces), `input` the job's sites, `labels` (when nonzero)
         // and bit runs' forest as many labels, the records `capacity` entries, `border` 6 words
         // per edge site, `hist` HIST_CAP + 2 words and `tail` 2 · tail_cap words (prepare).
         unsafe {
-            gpu.launch(
-                module.func("ana_zero"),
-                (sms * 8, 1, 1),
-                (256, 1, 1),
-                &mut kernel_args![zero_count, acc, moments, forest, roots, rec_cap],
-            )?;
+            // Bit runs: br_publish set the edge pieces' rows empty, and ana_records stores the
+            // interior ones whole.
+            if !bit_runs {
+                gpu.launch(
+                    module.func("ana_zero"),
+                    (sms * 8, 1, 1),
+                    (256, 1, 1),
+                    &mut kernel_args![count, acc, moments],
+                )?;
+            }
             // Bit runs' size counts take the interior records' sizes straight into the
             // histogram (ana_hist_records): only the pieces with edge records get rows.
             let direct = u32::from(hist);

@@ -84,7 +84,6 @@ pub(crate) const KERNELS: &[&str] = &[
     "br_publish",
     "br_spread",
     "br_final",
-    "ana_zero",
     "ana_records",
     "ana_border",
     "ana_hist",
@@ -327,11 +326,23 @@ pub(crate) fn run_pieces(
     module: &Module,
     job: &Job,
     bufs: &Buffers,
-    rec: &Records,
-    forest_only: bool,
+    pieces: &Pieces<'_>,
 ) -> Result<()> {
     debug_assert!(job.numbering == Numbering::Canonical && !job.segments);
-    queue(gpu, module, job, bufs, Some((rec, forest_only)))
+    queue(gpu, module, job, bufs, Some(pieces))
+}
+
+/// What the cluster analysis adds to a labeling ([`run_pieces`]).
+pub(crate) struct Pieces<'a> {
+    /// The tiles' records.
+    pub rec: &'a Records,
+    /// No labels will be written from this forest.
+    pub forest_only: bool,
+    /// The pieces' accumulator rows, whose edge pieces' rows `br_publish` sets empty (the
+    /// interior pieces' rows are stored whole by `ana_records`).
+    pub rows: u64,
+    /// Whether the rows' sums of coordinates are used.
+    pub moments: bool,
 }
 
 /// Queues `br_final`: the labels of the last [`run_pieces`] (or of a labeling's earlier stages).
@@ -377,7 +388,7 @@ fn queue(
     module: &Module,
     job: &Job,
     bufs: &Buffers,
-    rec: Option<(&Records, bool)>,
+    pieces: Option<&Pieces<'_>>,
 ) -> Result<()> {
     let geo = Geo::new(job);
     let (tiles_x, tiles_y) = tiles(job);
@@ -392,7 +403,7 @@ fn queue(
     let ll = bufs.aux + (local_roots_word(job) * 4) as u64;
     let stores_at = if wide { ll } else { labels };
     // Bit 2: the analysis's forest only (`run_pieces`).
-    let forest_only = rec.is_some_and(|(_, f)| f) && !wide;
+    let forest_only = pieces.is_some_and(|p| p.forest_only) && !wide;
     let vec = u32::from(job.site.size() == 1 && input % 16 == 0 && job.width % 16 == 0)
         | (u32::from(stores_at % 16 == 0 && job.width % 4 == 0) << 1)
         | (u32::from(forest_only) << 2);
@@ -410,18 +421,20 @@ fn queue(
         (0, 0, 0, 0)
     };
     // Forest only: interior roots are ranked from the masks (PRE), only edge roots published.
-    let (pre, publish_only) = if forest_only {
-        (pre, edge_roots)
-    } else {
-        (0, 0)
+    let pre = if forest_only { pre } else { 0 };
+    // The analysis: br_publish sets the edge pieces' rows empty (ER marks their roots).
+    let (er, rows, moments) = match pieces {
+        Some(p) => (edge_roots, p.rows, u32::from(p.moments)),
+        None => (0, 0, 0),
     };
+    let edge_only = u32::from(forest_only);
     let (entries, chunks) = (entries as u32, chunks as u32);
     // SAFETY: the arguments match the kernels' parameters; `input` and `labels` hold the job's
     // sites, the scratch words of `scratch_words` lie at `bufs.aux` (Engine::prepare), the
     // records (when given) hold `rec.cap` entries and two counts, and the tile kernels' dynamic
     // shared memory limits were raised when the module was loaded.
     unsafe {
-        match rec {
+        match pieces {
             None if wide => gpu.launch_shared(
                 module.func("br_local"),
                 (ntiles, 1, 1),
@@ -436,8 +449,8 @@ fn queue(
                 smem,
                 &mut kernel_args![input, labels, geo, tx, vec, mask, edge_roots],
             )?,
-            Some((rec, _)) => {
-                let rec = *rec;
+            Some(p) => {
+                let rec = *p.rec;
                 gpu.memset_zero(rec.count, 8)?;
                 gpu.launch_shared(
                     module.func("br_local_ana"),
@@ -514,7 +527,10 @@ fn queue(
                     chunk_counts,
                     tx,
                     entries,
-                    publish_only
+                    er,
+                    edge_only,
+                    rows,
+                    moments
                 ],
             )?;
             // Forest only: the analysis reads an edge component's rank through its global

@@ -334,15 +334,13 @@ impl Engine {
     /// Queues bit runs' pieces for the cluster analysis: the tiles' records into `rec`, the
     /// seams with open boundaries and the ranking (every local root's slot in `labels` holds
     /// `FLAG | label - 1`, the count is on the device; no label is written). Returns the
-    /// buffers; prepares the job first when needed. `forest_only`: no labels will be written
-    /// from this forest (see [`bit_runs::run_pieces`]).
+    /// buffers; prepares the job first when needed.
     pub(crate) fn run_pieces(
         &mut self,
         job: &Job,
         input: sys::CUdeviceptr,
         labels: sys::CUdeviceptr,
-        rec: &bit_runs::Records,
-        forest_only: bool,
+        pieces: &bit_runs::Pieces<'_>,
     ) -> Result<Buffers> {
         if job.family != Family::BitRuns
             || job.segments
@@ -361,7 +359,7 @@ impl Engine {
             return Ok(bufs);
         }
         let module = self.module(job)?;
-        bit_runs::run_pieces(&self.gpu, module, job, &bufs, rec, forest_only)?;
+        bit_runs::run_pieces(&self.gpu, module, job, &bufs, pieces)?;
         Ok(bufs)
     }
 
