@@ -586,8 +586,8 @@ mod tests {
     }
 
     /// The 64-bit build takes 70000² and refuses what its 32-bit grid and mask indices cannot
-    /// address, with a typed error; the 32-bit scratch layout is what it was, and the 64-bit
-    /// chunk ranks are 8-byte aligned, two words each.
+    /// address, with a typed error; the 32-bit scratch layout is what it was plus the analysis's
+    /// per-word root counts, and the 64-bit chunk ranks are 8-byte aligned, two words each.
     #[test]
     fn wide_limits_and_scratch() {
         let wide = |h, w| Job {
@@ -607,11 +607,14 @@ mod tests {
             let (narrow, wide) = (job(h, w), wide(h, w));
             let entries = h * w.div_ceil(TILE_W);
             let chunks = entries.div_ceil(COUNT_CHUNK);
+            // Masks, counts, chunk ranks, then the per-word root counts (PRE, 32-bit only).
             assert_eq!(
                 scratch_words(&narrow),
-                65 * entries + chunks.next_multiple_of(4)
+                65 * entries + chunks.next_multiple_of(4) + 16 * entries
             );
             assert_eq!(chunk_word(&narrow), 65 * entries);
+            assert_eq!(pre_word(&narrow), 65 * entries + chunks.next_multiple_of(4));
+            assert_eq!(pre_words(&wide), 0);
             assert_eq!(chunk_word(&wide) % 2, 0);
             assert!(chunk_word(&wide) >= 65 * entries);
             assert_eq!(
