@@ -11,7 +11,7 @@
 //! on the same lattice, and give the ratio of the 64-bit path's sites/s to the 32-bit one's;
 //! larger sizes time 64-bit labels alone. Also printed: the device memory each configuration
 //! took (measured: free memory before the lattice, labels and scratch were allocated, less after),
-//! the bytes a site the passes move at least (the model in `src/cuda/bit_runs.rs`), and the
+//! the bytes a site the passes move at least (the model in `src/cuda/bit_runs/mod.rs`), and the
 //! bandwidth that is at the median with its fraction of the card's (H100 3.0 TB/s, H200
 //! 4.2 TB/s). Ends with a markdown table.
 //!
@@ -77,7 +77,7 @@ fn lattice(h: usize, w: usize, p: f64, seed: u64) -> Vec<u8> {
     v
 }
 
-/// Bytes a site the passes move at least (`src/cuda/bit_runs.rs`): 32-bit raw 1.25 + 8,
+/// Bytes a site the passes move at least (`src/cuda/bit_runs/mod.rs`): 32-bit raw 1.25 + 8,
 /// canonical 1.75 + 4(2 + p); 64-bit raw 13.25, canonical 13.75 (the tile pass writes a 2-byte
 /// local root a site, the last pass reads it and writes the 8-byte label). Seam merges, the
 /// roots' slots and edge components' rewrites are not counted.
@@ -268,7 +268,7 @@ fn run() -> BenchResult<()> {
     println!(
         "\nDevice: {}; bit runs, site percolation at p_c, open boundary, device-resident; CUDA \
          events, medians of {reps} after {WARM} warm-ups. B/site: the passes' least traffic \
-         (model, src/cuda/bit_runs.rs); TB/s and % of the card at the median.\n",
+         (model, src/cuda/bit_runs/mod.rs); TB/s and % of the card at the median.\n",
         info.name
     );
     println!(

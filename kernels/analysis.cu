@@ -5,7 +5,7 @@
 // Compiled after canonical.cu into two modules, each giving every piece's root slot
 // FLAG | label - 1 (labels 1..=n in raster order of the pieces' first sites, the CPU's
 // open-boundary numbering):
-// - bit runs (the fast path, src/cuda/bit_runs.rs: run_pieces): br_local_ana sums each tile's
+// - bit runs (the fast path, src/cuda/bit_runs/mod.rs: run_pieces): br_local_ana sums each tile's
 //   components in shared memory and writes one record per component; after the seams are merged
 //   and the roots ranked, ana_records adds the records into the accumulators.
 // - block union-find (devices whose blocks cannot have bit runs' shared memory): its forest and

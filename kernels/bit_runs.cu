@@ -159,7 +159,7 @@ __device__ __forceinline__ void warp_add(u64* target, u32 v) {
 #define P_DL 3u
 #define P_DR 4u
 
-// Shared-memory layout in words (src/cuda/bit_runs.rs mirrors BR_SMEM_WORDS).
+// Shared-memory layout in words (src/cuda/bit_runs/layout.rs mirrors BR_SMEM_WORDS).
 #define OFF_PLANES MAXN
 #define OFF_EXCL (OFF_PLANES + NPLANES * TH * TWW)
 #define OFF_ROWBASE (OFF_EXCL + TH * TWW)
@@ -168,7 +168,7 @@ __device__ __forceinline__ void warp_add(u64* target, u32 v) {
 #define BR_SMEM_WORDS (OFF_EMASK + TH * TWW)
 // br_local_ana's extra words: the bit mask of nodes that are the root of more than one run, the
 // block scan's scratch and the tile's two record bases, then `slots` accumulators of ACC_FIELDS
-// words (src/cuda/bit_runs.rs: ana_shared_bytes).
+// words (src/cuda/bit_runs/layout.rs: ana_shared_bytes).
 #define OFF_MULTI BR_SMEM_WORDS
 #define OFF_SCAN (OFF_MULTI + MAXN / 32u)
 #define OFF_ACC (OFF_SCAN + 64u)
@@ -177,7 +177,7 @@ __device__ __forceinline__ void warp_add(u64* target, u32 v) {
 #define ACC_FIELDS 9u
 #define ACC_XMIN 6u
 
-// Counts per chunk in br_count (src/cuda/bit_runs.rs: COUNT_CHUNK).
+// Counts per chunk in br_count (src/cuda/bit_runs/mod.rs: COUNT_CHUNK).
 #define BR_CHUNK 256u
 
 struct BrTile {

@@ -11,7 +11,7 @@
 //   b   = sum x (bits 0..23) | sum x^2 (24..57)
 //   box = x_min (bits 0..9) | x_max (10..19) | y_min (20..24) | y_max (25..29)
 // Interior components (whole clusters) fill the arrays from the front, edge components from the
-// back (index cap - 1 - j); count[0] and count[1] count them. src/cuda/bit_runs.rs: Records.
+// back (index cap - 1 - j); count[0] and count[1] count them. src/cuda/bit_runs/mod.rs: Records.
 struct BrRec {
     u32* root;
     u64* a;

@@ -66,11 +66,17 @@
 //! instruction-bound part of `br_local`, the tile's union-find, is the same in both builds.
 
 use super::canonical::Geo;
-use super::engine::{Buffers, FamilyScratch, Job};
+use super::engine::{Buffers, Job};
 use super::family::LabelWidth;
 use super::runtime::{kernel_args, Gpu, Module};
 use super::Numbering;
 use crate::Result;
+
+mod layout;
+pub(crate) use layout::{
+    ana_shared_bytes, ana_slots, check_wide, kernel_shared_bytes, rank_masks, scratch, shared_bytes,
+};
+use layout::{local_roots_word, tiles};
 
 /// The family's kernel file.
 pub(crate) const FILE: &str = "bit_runs.cu";
@@ -110,172 +116,6 @@ const THREADS: u32 = 512;
 const COUNT_CHUNK: usize = 256;
 /// Worst-case union-find nodes per tile (`MAXN`).
 const MAX_NODES: usize = 16384;
-
-/// Rows per tile (`TH`): fewer for segments, whose rows can hold twice as many runs.
-pub(crate) fn tile_h(segments: bool) -> usize {
-    if segments {
-        16
-    } else {
-        32
-    }
-}
-
-/// Dynamic shared memory of `br_local` in bytes (`BR_SMEM_WORDS` words).
-pub(crate) fn shared_bytes(segments: bool) -> usize {
-    let th = tile_h(segments);
-    let planes = if segments { 5 } else { 2 };
-    // Nodes, mask planes, run ranks, row bases, the two root masks.
-    let words = MAX_NODES + planes * th * 32 + th * 32 + 64 + 2 * th * 32;
-    words * 4
-}
-
-/// Shared memory a block of `br_local_ana` is given at most: two blocks fit a multiprocessor of
-/// 228 KB (H100, H200) with room to spare.
-const ANA_SHARED_TARGET: usize = 110 * 1024;
-/// Bytes per shared-memory accumulator of `br_local_ana` (`ACC_FIELDS` words).
-const ANA_SLOT_BYTES: usize = 36;
-/// Fewest accumulators worth running `br_local_ana` with (below, block union-find analyses).
-const ANA_MIN_SLOTS: usize = 64;
-
-/// Accumulators of `br_local_ana` on a device whose blocks may opt in to `max_optin` bytes of
-/// shared memory, or `None` when too few fit: as many as two blocks per multiprocessor allow
-/// (a tile with more multi-run components sums them in rounds).
-pub(crate) fn ana_slots(max_optin: usize) -> Option<u32> {
-    let fixed = ana_shared_bytes(0);
-    let slots = max_optin.min(ANA_SHARED_TARGET).saturating_sub(fixed) / ANA_SLOT_BYTES;
-    (slots >= ANA_MIN_SLOTS).then_some(slots as u32)
-}
-
-/// Dynamic shared memory of `br_local_ana` with `slots` accumulators: `br_local`'s, the
-/// multi-run root mask, the scan scratch and the accumulators (`OFF_ACC` in `bit_runs.cu`).
-pub(crate) fn ana_shared_bytes(slots: u32) -> usize {
-    shared_bytes(false) + (MAX_NODES / 32 + 64) * 4 + slots as usize * ANA_SLOT_BYTES
-}
-
-/// Dynamic shared memory a kernel of the module is given when loaded, or `None` for kernels
-/// without (or, for `br_local_ana`, devices where it does not run).
-pub(crate) fn kernel_shared_bytes(kernel: &str, segments: bool, max_optin: usize) -> Option<usize> {
-    match kernel {
-        "br_local" => Some(shared_bytes(segments)),
-        "br_local_ana" if !segments => ana_slots(max_optin).map(ana_shared_bytes),
-        _ => None,
-    }
-}
-
-/// Tiles across and down.
-fn tiles(job: &Job) -> (usize, usize) {
-    (
-        job.width.div_ceil(TILE_W),
-        job.height.div_ceil(tile_h(job.segments)),
-    )
-}
-
-/// Words of scratch: the mask of edge components' local roots (32 words per row and tile
-/// column); canonical numbering adds the mask of interior roots, one count per (row, tile column)
-/// and one per chunk of those.
-/// The scratch bit runs needs: canonical numbering's root mask and counts.
-pub(crate) fn scratch(job: &Job) -> FamilyScratch {
-    FamilyScratch {
-        aux: scratch_words(job),
-        ..FamilyScratch::default()
-    }
-}
-
-pub(crate) fn scratch_words(job: &Job) -> usize {
-    match job.labels {
-        LabelWidth::U32 => masks_words(job),
-        LabelWidth::U64 => local_roots_word(job) + (2 * job.sites()).div_ceil(16) * 4,
-    }
-}
-
-/// Words of the root masks and (canonical numbering) the counts, the chunk ranks and (32-bit
-/// labels) the per-word root counts of the analysis ([`rank_masks`]).
-fn masks_words(job: &Job) -> usize {
-    let entries = job.height * tiles(job).0;
-    if job.numbering == Numbering::Raw {
-        return 32 * entries;
-    }
-    pre_word(job) + pre_words(job)
-}
-
-/// Word offset of the roots before each mask word in its entry (`PRE`, a `u16` per word, canonical
-/// 32-bit numbering): after the chunk ranks.
-fn pre_word(job: &Job) -> usize {
-    chunk_word(job) + chunk_words(job)
-}
-
-/// Words of `PRE`: 32 `u16`s per (row, tile column) entry, for 32-bit labels only.
-fn pre_words(job: &Job) -> usize {
-    match job.labels {
-        LabelWidth::U32 => 16 * job.height * tiles(job).0,
-        LabelWidth::U64 => 0,
-    }
-}
-
-/// Device addresses of what ranks an interior root without its slot in the label array (a
-/// forest-only [`run_pieces`]): the interior-and-global root mask, the counts per entry, the
-/// scanned chunk ranks and the roots before each mask word (`ana_records` takes them).
-pub(crate) fn rank_masks(job: &Job, bufs: &Buffers) -> [u64; 4] {
-    let entries = (job.height * tiles(job).0) as u64;
-    let mask = bufs.aux + 32 * entries * 4;
-    let counts = mask + 32 * entries * 4;
-    [
-        mask,
-        counts,
-        bufs.aux + (chunk_word(job) * 4) as u64,
-        bufs.aux + (pre_word(job) * 4) as u64,
-    ]
-}
-
-/// Word offset of the 64-bit build's local roots (`LL`, a `u16` a site) in the scratch: after
-/// the masks and counts, 16-byte aligned.
-fn local_roots_word(job: &Job) -> usize {
-    masks_words(job).next_multiple_of(4)
-}
-
-/// Word offset of the chunk ranks in the scratch (canonical numbering): after the two masks and
-/// the counts, 8-byte aligned for 64-bit ranks.
-fn chunk_word(job: &Job) -> usize {
-    let entries = job.height * tiles(job).0;
-    let at = 65 * entries;
-    match job.labels {
-        LabelWidth::U32 => at,
-        LabelWidth::U64 => at.next_multiple_of(2),
-    }
-}
-
-/// Words of the chunk ranks: one label per chunk of [`COUNT_CHUNK`] entries.
-fn chunk_words(job: &Job) -> usize {
-    let chunks = (job.height * tiles(job).0).div_ceil(COUNT_CHUNK);
-    (chunks * job.labels.bytes() / 4).next_multiple_of(4)
-}
-
-/// Checks that a job of 64-bit labels fits the kernels' 32-bit grid and mask indices: fewer than
-/// 2^31 rows and columns (the lattice geometry and tile origins are 32-bit), fewer than 2^31
-/// tiles (the grid) and at most 2^32 − 1 root-mask words (32 per row and tile column).
-///
-/// # Errors
-/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the limit.
-pub(crate) fn check_wide(job: &Job) -> Result<()> {
-    const SIDE: usize = 1 << 31;
-    let (h, w) = (job.height, job.width);
-    let (tx, ty) = tiles(job);
-    let words = h.checked_mul(tx).and_then(|e| e.checked_mul(32));
-    let fits = h < SIDE
-        && w < SIDE
-        && tx * ty < SIDE
-        && words.is_some_and(|words| words <= u32::MAX as usize);
-    if fits {
-        Ok(())
-    } else {
-        Err(crate::Error::InvalidArgument(format!(
-            "a {h}×{w} lattice is beyond the GPU's 64-bit labeling: it takes fewer than 2^31 \
-             rows and columns and at most 2^32 − 1 words of root mask (32 per row and \
-             1024-column tile, here {})",
-            words.map_or("more than 2^64".to_string(), |w| w.to_string())
-        )))
-    }
-}
 
 /// Thread blocks of the elementwise `br_final`: a few waves of a large GPU, grid-stride beyond.
 const FINAL_BLOCKS: usize = 4096;
@@ -551,97 +391,4 @@ fn queue(
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::cuda::family::{Family, SiteType};
-    use crate::lattice::{Boundary, Connectivity};
-
-    fn job(height: usize, width: usize) -> Job {
-        Job {
-            site: SiteType::U8,
-            height,
-            width,
-            connectivity: Connectivity::Four,
-            boundary: Boundary::Open,
-            segments: false,
-            family: Family::BitRuns,
-            numbering: Numbering::Canonical,
-            labels: LabelWidth::U32,
-        }
-    }
-
-    /// The analysis tile pass keeps two blocks per multiprocessor on H100/H200 (227 KB opt-in)
-    /// and fits a 99 KB device with fewer accumulators; without room for its own mask and scan
-    /// it does not run at all.
-    #[test]
-    fn analysis_shared_memory() {
-        let h100 = ana_slots(227 * 1024).unwrap();
-        assert_eq!(h100, 668);
-        assert!(ana_shared_bytes(h100) <= ANA_SHARED_TARGET);
-        assert!(2 * (ana_shared_bytes(h100) + 1024) <= 228 * 1024);
-        let ada = ana_slots(99 * 1024).unwrap();
-        assert!(ada >= ANA_MIN_SLOTS as u32 && ana_shared_bytes(ada) <= 99 * 1024);
-        assert_eq!(ana_slots(shared_bytes(false)), None);
-        assert_eq!(ana_slots(64 * 1024), None);
-    }
-
-    /// The 64-bit build takes 70000² and refuses what its 32-bit grid and mask indices cannot
-    /// address, with a typed error; the 32-bit scratch layout is what it was plus the analysis's
-    /// per-word root counts, and the 64-bit chunk ranks are 8-byte aligned, two words each.
-    #[test]
-    fn wide_limits_and_scratch() {
-        let wide = |h, w| Job {
-            labels: LabelWidth::U64,
-            ..job(h, w)
-        };
-        assert!(check_wide(&wide(70000, 70000)).is_ok());
-        assert!(check_wide(&wide(1, (1 << 31) - 1)).is_ok());
-        for (h, w) in [(1, 1 << 31), (1 << 31, 1), (1 << 27, 1024), (usize::MAX, 2)] {
-            match check_wide(&wide(h, w)) {
-                Err(crate::Error::InvalidArgument(m)) => assert!(m.contains("2^31"), "{m}"),
-                other => panic!("{h}×{w}: {other:?}"),
-            }
-        }
-        assert!(check_wide(&wide((1 << 27) - 1, 1024)).is_ok());
-        for (h, w) in [(1, 1), (3, 1025), (33, 70000), (70000, 70000)] {
-            let (narrow, wide) = (job(h, w), wide(h, w));
-            let entries = h * w.div_ceil(TILE_W);
-            let chunks = entries.div_ceil(COUNT_CHUNK);
-            // Masks, counts, chunk ranks, then the per-word root counts (PRE, 32-bit only).
-            assert_eq!(
-                scratch_words(&narrow),
-                65 * entries + chunks.next_multiple_of(4) + 16 * entries
-            );
-            assert_eq!(chunk_word(&narrow), 65 * entries);
-            assert_eq!(pre_word(&narrow), 65 * entries + chunks.next_multiple_of(4));
-            assert_eq!(pre_words(&wide), 0);
-            assert_eq!(chunk_word(&wide) % 2, 0);
-            assert!(chunk_word(&wide) >= 65 * entries);
-            assert_eq!(
-                masks_words(&wide),
-                chunk_word(&wide) + (2 * chunks).next_multiple_of(4)
-            );
-            let raw = Job {
-                numbering: Numbering::Raw,
-                ..wide
-            };
-            assert_eq!(masks_words(&raw), 32 * entries);
-            // The local roots: a u16 a site, 16-byte aligned after the masks.
-            for j in [wide, raw] {
-                let at = local_roots_word(&j);
-                assert!(at % 4 == 0 && at >= masks_words(&j) && at < masks_words(&j) + 4);
-                assert!((scratch_words(&j) - at) * 4 >= 2 * h * w);
-                assert!((scratch_words(&j) - at) * 4 < 2 * h * w + 16);
-            }
-        }
-    }
-
-    /// Every tile row holds at most ceil(columns / 2) runs, each at most one component.
-    #[test]
-    fn record_capacity_bounds_the_runs() {
-        assert_eq!(record_capacity(&job(1, 1)), 1);
-        assert_eq!(record_capacity(&job(3, 1024)), 3 * 512);
-        assert_eq!(record_capacity(&job(2, 1025)), 2 * (512 + 1));
-        assert_eq!(record_capacity(&job(5, 2049)), 5 * (1024 + 1));
-    }
-}
+mod tests;

@@ -1,0 +1,174 @@
+//! Bit runs' sizes: shared memory of the tile kernels, the tiles, and the scratch layout (the
+//! root masks, counts, chunk ranks, per-word root counts and the 64-bit build's local roots).
+
+use super::{COUNT_CHUNK, MAX_NODES, TILE_W};
+use crate::cuda::engine::{Buffers, FamilyScratch, Job};
+use crate::cuda::family::LabelWidth;
+use crate::cuda::Numbering;
+use crate::Result;
+
+/// Rows per tile (`TH`): fewer for segments, whose rows can hold twice as many runs.
+pub(crate) fn tile_h(segments: bool) -> usize {
+    if segments {
+        16
+    } else {
+        32
+    }
+}
+
+/// Dynamic shared memory of `br_local` in bytes (`BR_SMEM_WORDS` words).
+pub(crate) fn shared_bytes(segments: bool) -> usize {
+    let th = tile_h(segments);
+    let planes = if segments { 5 } else { 2 };
+    // Nodes, mask planes, run ranks, row bases, the two root masks.
+    let words = MAX_NODES + planes * th * 32 + th * 32 + 64 + 2 * th * 32;
+    words * 4
+}
+
+/// Shared memory a block of `br_local_ana` is given at most: two blocks fit a multiprocessor of
+/// 228 KB (H100, H200) with room to spare.
+pub(super) const ANA_SHARED_TARGET: usize = 110 * 1024;
+/// Bytes per shared-memory accumulator of `br_local_ana` (`ACC_FIELDS` words).
+const ANA_SLOT_BYTES: usize = 36;
+/// Fewest accumulators worth running `br_local_ana` with (below, block union-find analyses).
+pub(super) const ANA_MIN_SLOTS: usize = 64;
+
+/// Accumulators of `br_local_ana` on a device whose blocks may opt in to `max_optin` bytes of
+/// shared memory, or `None` when too few fit: as many as two blocks per multiprocessor allow
+/// (a tile with more multi-run components sums them in rounds).
+pub(crate) fn ana_slots(max_optin: usize) -> Option<u32> {
+    let fixed = ana_shared_bytes(0);
+    let slots = max_optin.min(ANA_SHARED_TARGET).saturating_sub(fixed) / ANA_SLOT_BYTES;
+    (slots >= ANA_MIN_SLOTS).then_some(slots as u32)
+}
+
+/// Dynamic shared memory of `br_local_ana` with `slots` accumulators: `br_local`'s, the
+/// multi-run root mask, the scan scratch and the accumulators (`OFF_ACC` in `bit_runs.cu`).
+pub(crate) fn ana_shared_bytes(slots: u32) -> usize {
+    shared_bytes(false) + (MAX_NODES / 32 + 64) * 4 + slots as usize * ANA_SLOT_BYTES
+}
+
+/// Dynamic shared memory a kernel of the module is given when loaded, or `None` for kernels
+/// without (or, for `br_local_ana`, devices where it does not run).
+pub(crate) fn kernel_shared_bytes(kernel: &str, segments: bool, max_optin: usize) -> Option<usize> {
+    match kernel {
+        "br_local" => Some(shared_bytes(segments)),
+        "br_local_ana" if !segments => ana_slots(max_optin).map(ana_shared_bytes),
+        _ => None,
+    }
+}
+
+/// Tiles across and down.
+pub(super) fn tiles(job: &Job) -> (usize, usize) {
+    (
+        job.width.div_ceil(TILE_W),
+        job.height.div_ceil(tile_h(job.segments)),
+    )
+}
+
+/// Words of scratch: the mask of edge components' local roots (32 words per row and tile
+/// column); canonical numbering adds the mask of interior roots, one count per (row, tile column)
+/// and one per chunk of those.
+/// The scratch bit runs needs: canonical numbering's root mask and counts.
+pub(crate) fn scratch(job: &Job) -> FamilyScratch {
+    FamilyScratch {
+        aux: scratch_words(job),
+        ..FamilyScratch::default()
+    }
+}
+
+pub(crate) fn scratch_words(job: &Job) -> usize {
+    match job.labels {
+        LabelWidth::U32 => masks_words(job),
+        LabelWidth::U64 => local_roots_word(job) + (2 * job.sites()).div_ceil(16) * 4,
+    }
+}
+
+/// Words of the root masks and (canonical numbering) the counts, the chunk ranks and (32-bit
+/// labels) the per-word root counts of the analysis ([`rank_masks`]).
+pub(super) fn masks_words(job: &Job) -> usize {
+    let entries = job.height * tiles(job).0;
+    if job.numbering == Numbering::Raw {
+        return 32 * entries;
+    }
+    pre_word(job) + pre_words(job)
+}
+
+/// Word offset of the roots before each mask word in its entry (`PRE`, a `u16` per word, canonical
+/// 32-bit numbering): after the chunk ranks.
+pub(super) fn pre_word(job: &Job) -> usize {
+    chunk_word(job) + chunk_words(job)
+}
+
+/// Words of `PRE`: 32 `u16`s per (row, tile column) entry, for 32-bit labels only.
+pub(super) fn pre_words(job: &Job) -> usize {
+    match job.labels {
+        LabelWidth::U32 => 16 * job.height * tiles(job).0,
+        LabelWidth::U64 => 0,
+    }
+}
+
+/// Device addresses of what ranks an interior root without its slot in the label array (a
+/// forest-only [`run_pieces`]): the interior-and-global root mask, the counts per entry, the
+/// scanned chunk ranks and the roots before each mask word (`ana_records` takes them).
+pub(crate) fn rank_masks(job: &Job, bufs: &Buffers) -> [u64; 4] {
+    let entries = (job.height * tiles(job).0) as u64;
+    let mask = bufs.aux + 32 * entries * 4;
+    let counts = mask + 32 * entries * 4;
+    [
+        mask,
+        counts,
+        bufs.aux + (chunk_word(job) * 4) as u64,
+        bufs.aux + (pre_word(job) * 4) as u64,
+    ]
+}
+
+/// Word offset of the 64-bit build's local roots (`LL`, a `u16` a site) in the scratch: after
+/// the masks and counts, 16-byte aligned.
+pub(super) fn local_roots_word(job: &Job) -> usize {
+    masks_words(job).next_multiple_of(4)
+}
+
+/// Word offset of the chunk ranks in the scratch (canonical numbering): after the two masks and
+/// the counts, 8-byte aligned for 64-bit ranks.
+pub(super) fn chunk_word(job: &Job) -> usize {
+    let entries = job.height * tiles(job).0;
+    let at = 65 * entries;
+    match job.labels {
+        LabelWidth::U32 => at,
+        LabelWidth::U64 => at.next_multiple_of(2),
+    }
+}
+
+/// Words of the chunk ranks: one label per chunk of [`COUNT_CHUNK`] entries.
+pub(super) fn chunk_words(job: &Job) -> usize {
+    let chunks = (job.height * tiles(job).0).div_ceil(COUNT_CHUNK);
+    (chunks * job.labels.bytes() / 4).next_multiple_of(4)
+}
+
+/// Checks that a job of 64-bit labels fits the kernels' 32-bit grid and mask indices: fewer than
+/// 2^31 rows and columns (the lattice geometry and tile origins are 32-bit), fewer than 2^31
+/// tiles (the grid) and at most 2^32 − 1 root-mask words (32 per row and tile column).
+///
+/// # Errors
+/// [`Error::InvalidArgument`](crate::Error::InvalidArgument) naming the limit.
+pub(crate) fn check_wide(job: &Job) -> Result<()> {
+    const SIDE: usize = 1 << 31;
+    let (h, w) = (job.height, job.width);
+    let (tx, ty) = tiles(job);
+    let words = h.checked_mul(tx).and_then(|e| e.checked_mul(32));
+    let fits = h < SIDE
+        && w < SIDE
+        && tx * ty < SIDE
+        && words.is_some_and(|words| words <= u32::MAX as usize);
+    if fits {
+        Ok(())
+    } else {
+        Err(crate::Error::InvalidArgument(format!(
+            "a {h}×{w} lattice is beyond the GPU's 64-bit labeling: it takes fewer than 2^31 \
+             rows and columns and at most 2^32 − 1 words of root mask (32 per row and \
+             1024-column tile, here {})",
+            words.map_or("more than 2^64".to_string(), |w| w.to_string())
+        )))
+    }
+}

@@ -1,0 +1,93 @@
+use super::layout::*;
+use super::*;
+use crate::cuda::family::{Family, SiteType};
+use crate::lattice::{Boundary, Connectivity};
+
+fn job(height: usize, width: usize) -> Job {
+    Job {
+        site: SiteType::U8,
+        height,
+        width,
+        connectivity: Connectivity::Four,
+        boundary: Boundary::Open,
+        segments: false,
+        family: Family::BitRuns,
+        numbering: Numbering::Canonical,
+        labels: LabelWidth::U32,
+    }
+}
+
+/// The analysis tile pass keeps two blocks per multiprocessor on H100/H200 (227 KB opt-in)
+/// and fits a 99 KB device with fewer accumulators; without room for its own mask and scan
+/// it does not run at all.
+#[test]
+fn analysis_shared_memory() {
+    let h100 = ana_slots(227 * 1024).unwrap();
+    assert_eq!(h100, 668);
+    assert!(ana_shared_bytes(h100) <= ANA_SHARED_TARGET);
+    assert!(2 * (ana_shared_bytes(h100) + 1024) <= 228 * 1024);
+    let ada = ana_slots(99 * 1024).unwrap();
+    assert!(ada >= ANA_MIN_SLOTS as u32 && ana_shared_bytes(ada) <= 99 * 1024);
+    assert_eq!(ana_slots(shared_bytes(false)), None);
+    assert_eq!(ana_slots(64 * 1024), None);
+}
+
+/// The 64-bit build takes 70000² and refuses what its 32-bit grid and mask indices cannot
+/// address, with a typed error; the 32-bit scratch layout is what it was plus the analysis's
+/// per-word root counts, and the 64-bit chunk ranks are 8-byte aligned, two words each.
+#[test]
+fn wide_limits_and_scratch() {
+    let wide = |h, w| Job {
+        labels: LabelWidth::U64,
+        ..job(h, w)
+    };
+    assert!(check_wide(&wide(70000, 70000)).is_ok());
+    assert!(check_wide(&wide(1, (1 << 31) - 1)).is_ok());
+    for (h, w) in [(1, 1 << 31), (1 << 31, 1), (1 << 27, 1024), (usize::MAX, 2)] {
+        match check_wide(&wide(h, w)) {
+            Err(crate::Error::InvalidArgument(m)) => assert!(m.contains("2^31"), "{m}"),
+            other => panic!("{h}×{w}: {other:?}"),
+        }
+    }
+    assert!(check_wide(&wide((1 << 27) - 1, 1024)).is_ok());
+    for (h, w) in [(1, 1), (3, 1025), (33, 70000), (70000, 70000)] {
+        let (narrow, wide) = (job(h, w), wide(h, w));
+        let entries = h * w.div_ceil(TILE_W);
+        let chunks = entries.div_ceil(COUNT_CHUNK);
+        // Masks, counts, chunk ranks, then the per-word root counts (PRE, 32-bit only).
+        assert_eq!(
+            scratch_words(&narrow),
+            65 * entries + chunks.next_multiple_of(4) + 16 * entries
+        );
+        assert_eq!(chunk_word(&narrow), 65 * entries);
+        assert_eq!(pre_word(&narrow), 65 * entries + chunks.next_multiple_of(4));
+        assert_eq!(pre_words(&wide), 0);
+        assert_eq!(chunk_word(&wide) % 2, 0);
+        assert!(chunk_word(&wide) >= 65 * entries);
+        assert_eq!(
+            masks_words(&wide),
+            chunk_word(&wide) + (2 * chunks).next_multiple_of(4)
+        );
+        let raw = Job {
+            numbering: Numbering::Raw,
+            ..wide
+        };
+        assert_eq!(masks_words(&raw), 32 * entries);
+        // The local roots: a u16 a site, 16-byte aligned after the masks.
+        for j in [wide, raw] {
+            let at = local_roots_word(&j);
+            assert!(at % 4 == 0 && at >= masks_words(&j) && at < masks_words(&j) + 4);
+            assert!((scratch_words(&j) - at) * 4 >= 2 * h * w);
+            assert!((scratch_words(&j) - at) * 4 < 2 * h * w + 16);
+        }
+    }
+}
+
+/// Every tile row holds at most ceil(columns / 2) runs, each at most one component.
+#[test]
+fn record_capacity_bounds_the_runs() {
+    assert_eq!(record_capacity(&job(1, 1)), 1);
+    assert_eq!(record_capacity(&job(3, 1024)), 3 * 512);
+    assert_eq!(record_capacity(&job(2, 1025)), 2 * (512 + 1));
+    assert_eq!(record_capacity(&job(5, 2049)), 5 * (1024 + 1));
+}
