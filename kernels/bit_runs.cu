@@ -305,7 +305,8 @@ __device__ __forceinline__ void br_mark_edge(u32* ent, u32 n) {
 // node at its root and marks the components that touch the tile's edge. Returns the node count;
 // `mine` gets this thread's roots (bit k: node threadIdx.x + BR_THREADS k).
 __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, const Geo& g,
-                                             const BrTile& t, u32 vec, u32* sm, u32& mine) {
+                                             const BrTile& t, u32 vec, u32* sm, u32& mine,
+                                             u32* multi) {
     u32* ent = sm;
     u32* excl_pl = sm + OFF_EXCL;
     u32* rowbase = sm + OFF_ROWBASE;
@@ -536,12 +537,22 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
         }
         if (!__syncthreads_or(moved)) break;
     }
+    // With `multi` (the analysis), every root of another node gets its bit there: the roots of
+    // more than one run. (Read first: a large component's runs would all hit one word.)
     for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
-        if ((tree_roots >> k) & 1u) continue;
-        const u32 e = ent[n];
-        const u32 p = e_par(e);
-        const u32 r = e_par(ent[p]);
-        if (r != p) ent[n] = (e & (OWN_MASK | EDGE)) | (r << PAR_SHIFT);
+        u32 r;
+        if ((tree_roots >> k) & 1u) {
+            // A tree root is settled: at its root, or one step from it.
+            if (multi == nullptr || ((mine >> k) & 1u)) continue;
+            r = e_par(ent[n]);
+        } else {
+            const u32 e = ent[n];
+            const u32 p = e_par(e);
+            r = e_par(ent[p]);
+            if (r != p) ent[n] = (e & (OWN_MASK | EDGE)) | (r << PAR_SHIFT);
+            if (multi == nullptr) continue;
+        }
+        if (!((multi[r >> 5] >> (r & 31)) & 1u)) atomicOr(multi + (r >> 5), 1u << (r & 31));
     }
     __syncthreads();
 
@@ -589,22 +600,14 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     if (ANA)
         for (u32 i = threadIdx.x; i < MAXN / 32u; i += BR_THREADS) sm[OFF_MULTI + i] = 0;
     u32 mine;
-    const u32 nodes = br_label_tile(in, g, t, vec, sm, mine);
+    const u32 nodes = br_label_tile(in, g, t, vec, sm, mine, ANA ? sm + OFF_MULTI : nullptr);
     u32* ent = sm;
     const u32* excl_pl = sm + OFF_EXCL;
     const u32* rowbase = sm + OFF_ROWBASE;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
     if (ANA) {
-        // The roots of more than one run. (Read first: a large component's runs would all hit
-        // one word.)
-        for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
-            if ((mine >> k) & 1u) continue;
-            const u32 r = e_par(ent[n]);
-            if (!((sm[OFF_MULTI + (r >> 5)] >> (r & 31)) & 1u))
-                atomicOr(sm + OFF_MULTI + (r >> 5), 1u << (r & 31));
-        }
-        __syncthreads();
+        // (br_label_tile marked the roots of more than one run in OFF_MULTI.)
         br_records(sm, g, t, nodes, mine, rec);
     }
 

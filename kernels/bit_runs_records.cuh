@@ -96,8 +96,8 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
     // This thread's interior, edge and multi-run roots; the first record of each warp (the
     // block scan's offset of its lane 0).
     u32 ci = 0, ce = 0, cm = 0;
-    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
-        if (!((mine >> k) & 1u)) continue;
+    for (u32 m = mine; m; m &= m - 1) {
+        const u32 n = threadIdx.x + BR_THREADS * (__ffs(m) - 1);
         if (ent[n] & EDGE) ce++;
         else ci++;
         cm += IS_MULTI(n);
@@ -130,7 +130,7 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
         } else if (root) {
             const u32 r = (e >> 10) & 31u, c = e & 1023u, len = run_len(sm, r, c);
             put_record(rec, j, node_key(ent, g, t, n), pack_a(len, len * r, len * r * r),
-                       pack_b(run_sx(c, len), run_sq(c, len)),
+                       pack_b(run_sx(c, len), mom ? run_sq(c, len) : 0u),
                        pack_box(c, c + len - 1, r, r));
         }
         ji += __popc(bi);
@@ -156,7 +156,7 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
                 }
             }
             const u32 r = (e >> 10) & 31u, c = e & 1023u, len = run_len(sm, r, c);
-            const u32 last = c + len - 1, sq = run_sq(c, len);
+            const u32 last = c + len - 1, sq = mom ? run_sq(c, len) : 0u;
             u32 v[ACC_FIELDS] = {len, len * r, len * r * r, run_sx(c, len), sq & 0xffffu, sq >> 16,
                                  c, last, r};
             // Lanes holding runs of one component side by side (a large component's runs are
