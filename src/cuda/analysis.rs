@@ -245,11 +245,12 @@ impl DeviceAnalysis {
         }
         self.job = Some(*job);
         let rec = self.records(job, moments);
+        // Without labels the forest is all the later kernels read (bit runs).
+        let forest_only = labels == 0;
         let bufs = if bit_runs {
             let pieces = bit_runs::Pieces {
                 rec: &rec,
-                // Without labels the forest is all the later kernels read.
-                forest_only: labels == 0,
+                forest_only,
                 rows: self.acc.ptr,
                 moments,
             };
@@ -289,7 +290,7 @@ impl DeviceAnalysis {
             if bit_runs {
                 // A forest-only tile pass left interior roots' slots unwritten: their ranks
                 // come from the masks.
-                let [rb, cnt, chunks, pre] = if labels == 0 {
+                let [rb, cnt, chunks, pre] = if forest_only {
                     bit_runs::rank_masks(job, &bufs)
                 } else {
                     [0; 4]
