@@ -2,9 +2,10 @@
 // tile writes every site's label as its local root, and elementwise passes finish the components
 // that cross tile seams.
 //
-// A tile is TH rows x TW = 1024 columns; one CTA of 512 threads (16 warps) per tile. Lane k of a
-// warp holds columns 32k..32k+31 of a row as one 32-bit mask, so run starts, contacts between
-// rows and run ranks are a few bit operations and popcounts per 32 sites. The union-find nodes
+// A tile is TH = 32 rows (16 for segments and for small lattices, SHORT_TILES) x TW = 1024
+// columns; one CTA of 512 threads (16 warps) per tile. Lane k of a warp holds columns
+// 32k..32k+31 of a row as one 32-bit mask, so run starts, contacts between rows and run ranks are
+// a few bit operations and popcounts per 32 sites. The union-find nodes
 // are the tile's horizontal runs (maximal sequences of horizontally joined sites), numbered in
 // raster order; a node's packed shared-memory entry holds its parent (bits 15..28, the smaller
 // node wins, so a local root is its component's first run), its own row (bits 10..14) and column
@@ -134,11 +135,18 @@ __device__ __forceinline__ void warp_add(u64* target, u32 v) {
 
 #define TW 1024u
 #define TWW 32u // words per tile row
-#if SEGMENTS
+#ifndef SHORT_TILES
+#define SHORT_TILES 0
+#endif
+// Segments' rows hold up to twice the runs; short tiles (small lattices) give twice the CTAs.
+#if SEGMENTS || SHORT_TILES
 #define TH 16u
-#define NPLANES 5u
 #else
 #define TH 32u
+#endif
+#if SEGMENTS
+#define NPLANES 5u
+#else
 #define NPLANES 2u
 #endif
 #define BR_THREADS 512u

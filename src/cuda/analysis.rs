@@ -163,6 +163,7 @@ impl DeviceAnalysis {
             },
             numbering: Numbering::Canonical,
             labels: LabelWidth::U32,
+            short_tiles: false,
         })
     }
 

@@ -61,6 +61,8 @@ pub(crate) struct Job {
     pub numbering: Numbering,
     /// The label width: 64-bit labels (bit runs only) for lattices of any size.
     pub labels: LabelWidth,
+    /// Bit runs in short tiles ([`bit_runs::short_tiles`]; labelings of 32-bit labels only).
+    pub short_tiles: bool,
 }
 
 impl Job {
@@ -95,6 +97,16 @@ impl Job {
         (self.forest_word() + self.family_scratch().words()) * 4
     }
 
+    /// This labeling job in the tiles that suit its size on `gpu`: short bit-runs tiles for
+    /// lattices of few tiles ([`bit_runs::short_tiles`]; occupancy into 32-bit labels only).
+    pub(crate) fn tiles_for(mut self, gpu: &Gpu) -> Self {
+        self.short_tiles = self.family == Family::BitRuns
+            && !self.segments
+            && self.labels == LabelWidth::U32
+            && bit_runs::short_tiles(self.height, self.width, gpu.sms);
+        self
+    }
+
     pub(crate) fn key(&self) -> ModuleKey {
         ModuleKey {
             family: self.family,
@@ -102,6 +114,7 @@ impl Job {
             conn8: self.connectivity == Connectivity::Eight,
             segments: self.segments,
             labels: self.labels,
+            short_tiles: self.short_tiles,
         }
     }
 }
@@ -110,7 +123,9 @@ impl Job {
 /// fastest measured (README, "GPU"): bit runs, or block union-find on devices that cannot give a
 /// block bit runs' shared memory (compute capability 7.5).
 pub(crate) fn family_of(algorithm: Algorithm, gpu: &Gpu, segments: bool) -> Result<Family> {
-    let bit_runs_fit = bit_runs::shared_bytes(segments) <= gpu.max_shared_optin;
+    // The tall tiles' (short tiles need less).
+    let bytes = bit_runs::shared_bytes(segments, bit_runs::tile_h(segments, false));
+    let bit_runs_fit = bytes <= gpu.max_shared_optin;
     match algorithm {
         Algorithm::Auto if bit_runs_fit => Ok(Family::BitRuns),
         Algorithm::Auto | Algorithm::BlockUnionFind => Ok(Family::BlockUnionFind),
@@ -120,8 +135,7 @@ pub(crate) fn family_of(algorithm: Algorithm, gpu: &Gpu, segments: bool) -> Resu
         Algorithm::BitRuns if bit_runs_fit => Ok(Family::BitRuns),
         Algorithm::BitRuns => Err(Error::InvalidArgument(format!(
             "BitRuns needs {} bytes of shared memory per block; this GPU gives {}",
-            bit_runs::shared_bytes(segments),
-            gpu.max_shared_optin
+            bytes, gpu.max_shared_optin
         ))),
         other => Err(Error::InvalidArgument(format!(
             "algorithm {other:?} is a CPU algorithm; the CUDA backend runs BitRuns, \

@@ -161,6 +161,8 @@ pub(crate) struct ModuleKey {
     pub segments: bool,
     /// The label width (64-bit only for bit runs).
     pub labels: LabelWidth,
+    /// Bit runs' short tiles (`SHORT_TILES`: 16 rows, for lattices of few tiles).
+    pub short_tiles: bool,
 }
 
 impl ModuleKey {
@@ -193,13 +195,18 @@ impl ModuleKey {
 
     pub(crate) fn describe(&self) -> String {
         format!(
-            "{} (sites {}, {}-connectivity{}{})",
+            "{} (sites {}, {}-connectivity{}{}{})",
             self.family.file(),
             self.site.c_name(),
             if self.conn8 { 8 } else { 4 },
             if self.segments { ", segments" } else { "" },
             if self.labels == LabelWidth::U64 {
                 ", 64-bit labels"
+            } else {
+                ""
+            },
+            if self.short_tiles {
+                ", short tiles"
             } else {
                 ""
             }
@@ -213,6 +220,7 @@ impl ModuleSpec for ModuleKey {
         (self.labels as u64) << 24
             | (self.family as u64) << 16
             | (self.site as u64) << 8
+            | u64::from(self.short_tiles) << 2
             | u64::from(self.conn8) << 1
             | u64::from(self.segments)
     }
@@ -223,8 +231,8 @@ impl ModuleSpec for ModuleKey {
 
     /// The configuration's defines, then the shared helpers, canonical numbering, the family's
     /// kernels and (block union-find, bit runs) the analysis kernels, by `#include`. 64-bit
-    /// labels add `LABEL64` and leave the (32-bit) analysis out; the 32-bit source is the same
-    /// text as before they existed.
+    /// labels add `LABEL64` and leave the (32-bit) analysis out, short tiles add `SHORT_TILES`;
+    /// the 32-bit source of tall tiles is the same text as before either existed.
     fn source(&self) -> String {
         let (bw, bh) = self.block_shape();
         let wide = self.labels == LabelWidth::U64;
@@ -235,13 +243,18 @@ impl ModuleSpec for ModuleKey {
         };
         format!(
             "#define SITE_T {}\n#define CONN8 {}\n#define SEGMENTS {}\n#define BW {bw}\n#define BH {bh}\n\
-             #define ALL_SITES {}\n{}\
+             #define ALL_SITES {}\n{}{}\
              #include \"common.cuh\"\n#include \"canonical.cu\"\n#include \"{}\"\n{analysis}",
             self.site.c_name(),
             self.conn8 as u32,
             self.segments as u32,
             (self.family == Family::SwendsenWang) as u32,
             if wide { "#define LABEL64 1\n" } else { "" },
+            if self.short_tiles {
+                "#define SHORT_TILES 1\n"
+            } else {
+                ""
+            },
             self.family.file(),
         )
     }
@@ -264,7 +277,8 @@ impl ModuleSpec for ModuleKey {
         match self.family {
             Family::BitRuns if self.labels == LabelWidth::U64 && kernel != "br_local" => None,
             Family::BitRuns => {
-                super::bit_runs::kernel_shared_bytes(kernel, self.segments, max_optin)
+                let th = super::bit_runs::tile_h(self.segments, self.short_tiles);
+                super::bit_runs::kernel_shared_bytes(kernel, self.segments, th, max_optin)
             }
             _ => None,
         }
@@ -292,13 +306,21 @@ mod tests {
         ] {
             for site in [SiteType::U8, SiteType::U16, SiteType::U32] {
                 for conn8 in [false, true] {
-                    for segments in [false, true] {
+                    // Bit runs' occupancy tiles also come short (segments' always are).
+                    let shapes = [(false, false), (true, false), (false, true)];
+                    let shapes = if family == Family::BitRuns {
+                        &shapes[..]
+                    } else {
+                        &shapes[..2]
+                    };
+                    for &(segments, short_tiles) in shapes {
                         let key = ModuleKey {
                             family,
                             site,
                             conn8,
                             segments,
                             labels: LabelWidth::U32,
+                            short_tiles,
                         };
                         for arch in [target_arch(75).unwrap(), target_arch(90).unwrap()] {
                             let cubin =
@@ -328,6 +350,7 @@ mod tests {
                         conn8,
                         segments,
                         labels: LabelWidth::U64,
+                        short_tiles: false,
                     };
                     assert!(key.kernels().contains(&"br_scan"));
                     assert!(!key.kernels().contains(&"br_local_ana"));
@@ -352,6 +375,7 @@ mod tests {
             conn8: false,
             segments: false,
             labels,
+            short_tiles: false,
         };
         let (narrow, wide) = (key(LabelWidth::U32), key(LabelWidth::U64));
         assert_eq!(
@@ -383,6 +407,7 @@ mod tests {
             conn8: false,
             segments: false,
             labels: LabelWidth::U32,
+            short_tiles: false,
         };
         for arch in [target_arch(75).unwrap(), target_arch(90).unwrap()] {
             let cubin = compile_cubin(&key.name(), &key.source(), key.headers(), &arch)

@@ -125,7 +125,9 @@ impl CudaLabeler {
             )?,
             numbering: self.numbering,
             labels: LabelWidth::U32,
-        })
+            short_tiles: false,
+        }
+        .tiles_for(&self.backend.engine.gpu))
     }
 
     /// The job of a `height × width` lattice of `T` into 64-bit labels.
@@ -144,6 +146,7 @@ impl CudaLabeler {
             )?,
             numbering: self.numbering,
             labels: LabelWidth::U64,
+            short_tiles: false,
         })
     }
 

@@ -290,7 +290,9 @@ impl CudaBackend {
             family: family_of(spec.algorithm, &self.engine.gpu, spec.segments)?,
             numbering,
             labels: LabelWidth::U32,
-        };
+            short_tiles: false,
+        }
+        .tiles_for(&self.engine.gpu);
         self.engine.check(&job)?;
         let n = h * w;
         if n == 0 {
@@ -394,6 +396,7 @@ impl CudaBackend {
             family: family_of_wide(spec.algorithm, &self.engine.gpu, spec.segments)?,
             numbering,
             labels: LabelWidth::U64,
+            short_tiles: false,
         };
         self.engine.check(&job)?;
         let n = job.sites();

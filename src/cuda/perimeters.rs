@@ -87,6 +87,7 @@ impl DevicePerimeters {
             conn8: self.conn8,
             segments: false,
             labels: LabelWidth::U32,
+            short_tiles: false,
         }
     }
 

@@ -37,6 +37,7 @@ const KEY: ModuleKey = ModuleKey {
     conn8: false,
     segments: false,
     labels: LabelWidth::U32,
+    short_tiles: false,
 };
 
 const THREADS: u32 = 256;

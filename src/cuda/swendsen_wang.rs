@@ -56,6 +56,7 @@ pub(super) const KEY: ModuleKey = ModuleKey {
     conn8: false,
     segments: false,
     labels: LabelWidth::U32,
+    short_tiles: false,
 };
 
 /// Bytes of the saved leaving bonds: a byte per site of each tile's last column and last row.
@@ -168,6 +169,7 @@ impl CudaBackend {
             family: Family::SwendsenWang,
             numbering,
             labels: LabelWidth::U32,
+            short_tiles: false,
         };
         self.engine.check(&job)?;
         let n = h * w;

@@ -7,18 +7,28 @@ use crate::cuda::family::LabelWidth;
 use crate::cuda::Numbering;
 use crate::Result;
 
-/// Rows per tile (`TH`): fewer for segments, whose rows can hold twice as many runs.
-pub(crate) fn tile_h(segments: bool) -> usize {
-    if segments {
+/// Rows per tile (`TH`): 32, or 16 for segments (whose rows can hold twice as many runs) and
+/// for short tiles ([`short_tiles`]).
+pub(crate) fn tile_h(segments: bool, short_tiles: bool) -> usize {
+    if segments || short_tiles {
         16
     } else {
         32
     }
 }
 
-/// Dynamic shared memory of `br_local` in bytes (`BR_SMEM_WORDS` words).
-pub(crate) fn shared_bytes(segments: bool) -> usize {
-    let th = tile_h(segments);
+/// Whether an `h × w` occupancy lattice is labeled in short tiles (`SHORT_TILES`) on a device
+/// of `sms` multiprocessors: when 32-row tiles would give fewer than two per multiprocessor. A
+/// tile is one CTA whose time is mostly latency (its passes run row after row, between
+/// barriers), so a lattice of one tile per multiprocessor (2048² on an H100) takes as long as
+/// one tile; half-height tiles halve that latency and let two CTAs share each multiprocessor.
+pub(crate) fn short_tiles(h: usize, w: usize, sms: u32) -> bool {
+    let tall = h.div_ceil(32).saturating_mul(w.div_ceil(TILE_W));
+    tall < 2 * sms as usize
+}
+
+/// Dynamic shared memory of `br_local` in bytes (`BR_SMEM_WORDS` words) for tiles of `th` rows.
+pub(crate) fn shared_bytes(segments: bool, th: usize) -> usize {
     let planes = if segments { 5 } else { 2 };
     // Nodes, mask planes, run ranks, row bases, the two root masks.
     let words = MAX_NODES + planes * th * 32 + th * 32 + 64 + 2 * th * 32;
@@ -45,14 +55,21 @@ pub(crate) fn ana_slots(max_optin: usize) -> Option<u32> {
 /// Dynamic shared memory of `br_local_ana` with `slots` accumulators: `br_local`'s, the
 /// multi-run root mask, the scan scratch and the accumulators (`OFF_ACC` in `bit_runs.cu`).
 pub(crate) fn ana_shared_bytes(slots: u32) -> usize {
-    shared_bytes(false) + (MAX_NODES / 32 + 64) * 4 + slots as usize * ANA_SLOT_BYTES
+    shared_bytes(false, tile_h(false, false))
+        + (MAX_NODES / 32 + 64) * 4
+        + slots as usize * ANA_SLOT_BYTES
 }
 
-/// Dynamic shared memory a kernel of the module is given when loaded, or `None` for kernels
-/// without (or, for `br_local_ana`, devices where it does not run).
-pub(crate) fn kernel_shared_bytes(kernel: &str, segments: bool, max_optin: usize) -> Option<usize> {
+/// Dynamic shared memory a kernel of the module (tiles of `th` rows) is given when loaded, or
+/// `None` for kernels without (or, for `br_local_ana`, devices where it does not run).
+pub(crate) fn kernel_shared_bytes(
+    kernel: &str,
+    segments: bool,
+    th: usize,
+    max_optin: usize,
+) -> Option<usize> {
     match kernel {
-        "br_local" => Some(shared_bytes(segments)),
+        "br_local" => Some(shared_bytes(segments, th)),
         "br_local_ana" if !segments => ana_slots(max_optin).map(ana_shared_bytes),
         _ => None,
     }
@@ -62,7 +79,7 @@ pub(crate) fn kernel_shared_bytes(kernel: &str, segments: bool, max_optin: usize
 pub(super) fn tiles(job: &Job) -> (usize, usize) {
     (
         job.width.div_ceil(TILE_W),
-        job.height.div_ceil(tile_h(job.segments)),
+        job.height.div_ceil(tile_h(job.segments, job.short_tiles)),
     )
 }
 

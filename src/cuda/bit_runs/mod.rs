@@ -74,7 +74,8 @@ use crate::Result;
 
 mod layout;
 pub(crate) use layout::{
-    ana_shared_bytes, ana_slots, check_wide, kernel_shared_bytes, rank_masks, scratch, shared_bytes,
+    ana_shared_bytes, ana_slots, check_wide, kernel_shared_bytes, rank_masks, scratch,
+    shared_bytes, short_tiles, tile_h,
 };
 use layout::{local_roots_word, tiles};
 
@@ -247,7 +248,7 @@ fn queue(
     let vec = u32::from(job.site.size() == 1 && input % 16 == 0 && job.width % 16 == 0)
         | (u32::from(stores_at % 16 == 0 && job.width % 4 == 0) << 1)
         | (u32::from(forest_only) << 2);
-    let smem = shared_bytes(job.segments) as u32;
+    let smem = shared_bytes(job.segments, tile_h(job.segments, job.short_tiles)) as u32;
     let canonical = job.numbering == Numbering::Canonical;
     let entries = job.height * tiles_x;
     let chunks = entries.div_ceil(COUNT_CHUNK);

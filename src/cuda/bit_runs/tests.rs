@@ -14,6 +14,7 @@ fn job(height: usize, width: usize) -> Job {
         family: Family::BitRuns,
         numbering: Numbering::Canonical,
         labels: LabelWidth::U32,
+        short_tiles: false,
     }
 }
 
@@ -28,8 +29,39 @@ fn analysis_shared_memory() {
     assert!(2 * (ana_shared_bytes(h100) + 1024) <= 228 * 1024);
     let ada = ana_slots(99 * 1024).unwrap();
     assert!(ada >= ANA_MIN_SLOTS as u32 && ana_shared_bytes(ada) <= 99 * 1024);
-    assert_eq!(ana_slots(shared_bytes(false)), None);
+    assert_eq!(ana_slots(shared_bytes(false, 32)), None);
     assert_eq!(ana_slots(64 * 1024), None);
+}
+
+/// Short tiles go to lattices of fewer 32-row tiles than two per multiprocessor (2048² on a
+/// 132-multiprocessor H100 or H200, not 4096²), need less shared memory, and only labeling jobs
+/// of occupancy into 32-bit labels take them; their module has its own key and define.
+#[test]
+fn short_tiles_for_few_tiles() {
+    use crate::cuda::runtime::ModuleSpec;
+    assert!(short_tiles(2048, 2048, 132));
+    assert!(short_tiles(1, 1, 1));
+    assert!(!short_tiles(4096, 4096, 132));
+    assert!(!short_tiles(2048, 2048, 64));
+    assert_eq!(
+        (
+            tile_h(false, true),
+            tile_h(true, false),
+            tile_h(false, false)
+        ),
+        (16, 16, 32)
+    );
+    assert!(shared_bytes(false, 16) < shared_bytes(false, 32));
+    let short = Job {
+        short_tiles: true,
+        ..job(2048, 2048)
+    };
+    assert_eq!(tiles(&short), (2, 128));
+    assert_eq!(tiles(&job(2048, 2048)), (2, 64));
+    let (tall, short) = (job(64, 64).key(), short.key());
+    assert_ne!(tall.key(), short.key());
+    assert!(short.source().contains("#define SHORT_TILES 1\n"));
+    assert!(!tall.source().contains("SHORT_TILES"));
 }
 
 /// The 64-bit build takes 70000² and refuses what its 32-bit grid and mask indices cannot

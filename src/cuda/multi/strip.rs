@@ -126,6 +126,7 @@ impl StripGpu {
             family: family_of(kind.algorithm, &self.engine.gpu, kind.segments)?,
             numbering: Numbering::Raw,
             labels: LabelWidth::U32,
+            short_tiles: false,
         })
     }
 
@@ -137,6 +138,7 @@ impl StripGpu {
             conn8: false,
             segments: false,
             labels: LabelWidth::U32,
+            short_tiles: false,
         }
     }
 

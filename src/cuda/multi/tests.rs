@@ -276,6 +276,7 @@ fn strip_kernels_compile() {
             conn8: false,
             segments: false,
             labels: LabelWidth::U32,
+            short_tiles: false,
         };
         for arch in [target_arch(75).unwrap(), target_arch(90).unwrap()] {
             let cubin = compile_cubin(&key.name(), &key.source(), key.headers(), &arch)
