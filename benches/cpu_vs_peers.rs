@@ -25,6 +25,9 @@
 //! - `CLUSTERLAB_BENCH_QUICK=1`: small lattices, 1 warm-up, 2 repeats (so checks can run it).
 //! - `CLUSTERLAB_BENCH_THREADS=n`: the "all threads" count (default: available parallelism).
 //! - `CLUSTERLAB_PYTHON`: the Python interpreter (default `python3`).
+//! - `CLUSTERLAB_BENCH_PIN=cpu` (or `off`): the CPU that every one-thread timing runs on —
+//!   clusterlab's thread, its one-shot pool's and the peers' (default: the last CPU the bench may
+//!   use), so that one-thread rows compare libraries on the same core.
 //!
 //! The lattices come from [`clusterlab::generate`]: site percolation from MT19937 with fixed seeds
 //! (granular images are `g × g` blocks occupied with probability 0.5), and a square spiral.
@@ -33,7 +36,7 @@ mod common;
 
 use clusterlab::generate::{percolation, spiral};
 use clusterlab::{label, Boundary, Connectivity, Labeler, Parallelism};
-use common::{json_num, json_opt, json_str, load_average, Args, Timing};
+use common::{affinity, json_num, json_opt, json_str, load_average, Args, Timing};
 use ndarray::Array2;
 use serde_json::Value;
 use std::fmt::Write as _;
@@ -44,7 +47,8 @@ use std::time::Instant;
 
 const USAGE: &str = "usage: cargo bench --bench cpu_vs_peers -- [--quick]
   --quick   small lattices, 1 warm-up, 2 repeats (as CLUSTERLAB_BENCH_QUICK=1)
-environment: CLUSTERLAB_BENCH_QUICK, CLUSTERLAB_BENCH_THREADS, CLUSTERLAB_PYTHON";
+environment: CLUSTERLAB_BENCH_QUICK, CLUSTERLAB_BENCH_THREADS, CLUSTERLAB_PYTHON,
+  CLUSTERLAB_BENCH_PIN";
 
 /// Site percolation threshold of the square lattice, 4-connectivity (nearest neighbours).
 const P_C4: f64 = 0.592746;
@@ -158,6 +162,8 @@ struct Settings {
     small: usize,
     big: usize,
     python: String,
+    /// The CPU of the one-thread timings ([`affinity::pin_cpu`]), `None` unpinned.
+    pin: Option<usize>,
 }
 
 impl Settings {
@@ -166,6 +172,7 @@ impl Settings {
         let quick = quick || common::env_flag("CLUSTERLAB_BENCH_QUICK");
         let threads_all = common::threads_all();
         let python = std::env::var("CLUSTERLAB_PYTHON").unwrap_or_else(|_| "python3".into());
+        let pin = affinity::pin_cpu();
         if quick {
             Settings {
                 quick,
@@ -177,6 +184,7 @@ impl Settings {
                 small: 256,
                 big: 512,
                 python,
+                pin,
             }
         } else {
             Settings {
@@ -189,6 +197,7 @@ impl Settings {
                 small: 2048,
                 big: 4096,
                 python,
+                pin,
             }
         }
     }
@@ -284,7 +293,8 @@ impl PeerProcess {
     }
 
     /// Sends one request (`scipy FILE CONN` or `opencv FILE CONN THREADS`) and reads the median.
-    fn ask(&mut self, request: &str) -> Result<PeerTime, String> {
+    /// Sends one request line; its reply, or the error it reports.
+    fn request(&mut self, request: &str) -> Result<Value, String> {
         let stdin = self.stdin.as_mut().ok_or("peers_cpu.py is closed")?;
         writeln!(stdin, "{request}")
             .and_then(|_| stdin.flush())
@@ -293,6 +303,17 @@ impl PeerProcess {
         if let Some(e) = reply.get("error").and_then(Value::as_str) {
             return Err(format!("peers_cpu.py, {request:?}: {e}"));
         }
+        Ok(reply)
+    }
+
+    /// Pins the script's timing thread to `cpu`, or (`None`) lets it run where it could at start.
+    fn pin(&mut self, cpu: Option<usize>) -> Result<(), String> {
+        self.request(&cpu.map_or_else(|| "unpin".to_string(), |c| format!("pin {c}")))
+            .map(|_| ())
+    }
+
+    fn ask(&mut self, request: &str) -> Result<PeerTime, String> {
+        let reply = self.request(request)?;
         let field = |k: &str| reply.get(k).and_then(Value::as_f64);
         match (field("ms"), field("count")) {
             (Some(ms), Some(count)) => Ok(PeerTime {
@@ -360,6 +381,7 @@ fn write_json(
     let _ = writeln!(j, "  \"load_average_end\": {load_end},");
     let _ = writeln!(j, "  \"cpu\": {},", json_str(&cpu_model()));
     let _ = writeln!(j, "  \"threads_all\": {},", s.threads_all);
+    let _ = writeln!(j, "  \"pinned_cpu\": {},", json_opt(s.pin));
     let _ = writeln!(
         j,
         "  \"timing\": {{\"warmup\": {}, \"min_repeats\": {}, \"min_seconds\": {}, \"statistic\": \"median\"}},",
@@ -518,12 +540,28 @@ fn run(s: &Settings, dir: &Path) -> Result<usize, String> {
     let mut pools = std::collections::HashMap::<usize, rayon::ThreadPool>::new();
     let mut rows = Vec::new();
     let mut mismatches = 0;
+    // One-thread timings (scipy's too) on one CPU, for clusterlab and the peers alike.
+    let (pin, cpus) = (s.pin, affinity::allowed());
+    let pin_all = |peers: &mut PeerProcess, cpu: Option<usize>| -> Result<(), String> {
+        if pin.is_some() {
+            let ours = cpu.map_or(cpus.clone(), |c| vec![c]);
+            if !affinity::set(&ours) {
+                return Err(format!("cannot pin the bench's thread to CPUs {ours:?}"));
+            }
+            peers.pin(cpu)?;
+        }
+        Ok(())
+    };
     for (ci, c) in cases.iter().enumerate() {
         let mut out = Array2::<u32>::zeros(c.lattice.dim());
         for &conn in &c.conns {
             let k = conn.neighbours();
+            pin_all(&mut peers, pin)?;
             let scipy = peers.ask(&format!("scipy {} {k}", c.file))?;
             for &t in &threads {
+                if t > 1 {
+                    pin_all(&mut peers, None)?;
+                }
                 let opencv = peers.ask(&format!("opencv {} {k} {t}", c.file))?;
                 let parallelism = if t == 1 {
                     Parallelism::Sequential
@@ -546,8 +584,15 @@ fn run(s: &Settings, dir: &Path) -> Result<usize, String> {
                 }
                 let opencv_oneshot = peers.ask(&format!("opencv_alloc {} {k} {t}", c.file))?;
                 let pool = pools.entry(t).or_insert_with(|| {
+                    // Built unpinned or (one thread) on the pinned CPU, which its thread keeps.
+                    let one = (t == 1).then_some(pin).flatten();
                     rayon::ThreadPoolBuilder::new()
                         .num_threads(t)
+                        .start_handler(move |_| {
+                            if let Some(c) = one {
+                                affinity::set(&[c]);
+                            }
+                        })
                         .build()
                         .expect("a rayon pool")
                 });

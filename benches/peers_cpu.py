@@ -14,6 +14,8 @@ JSON line on stdout (`{"ms": median, "reps": timed calls, "count": clusters}`, o
     scipy FILE CONN
     opencv FILE CONN THREADS
     opencv_alloc FILE CONN THREADS
+    pin CPU        (the timing thread runs on CPU only; the reply is {"pinned": [CPU]})
+    unpin          (back to the CPUs it could use at start)
 
 Batch mode times every file at once and writes one JSON report:
 
@@ -141,6 +143,7 @@ class Peers:
 
 
 def serve(peers):
+    start_cpus = sorted(os.sched_getaffinity(0))
     print(json.dumps(versions()), flush=True)
     for line in sys.stdin:
         words = line.split()
@@ -153,6 +156,12 @@ def serve(peers):
                 reply = peers.opencv(words[1], int(words[2]), int(words[3]))
             elif words[0] == "opencv_alloc" and len(words) == 4:
                 reply = peers.opencv_alloc(words[1], int(words[2]), int(words[3]))
+            elif words[0] == "pin" and len(words) == 2:
+                os.sched_setaffinity(0, {int(words[1])})
+                reply = {"pinned": sorted(os.sched_getaffinity(0))}
+            elif words[0] == "unpin" and len(words) == 1:
+                os.sched_setaffinity(0, start_cpus)
+                reply = {"pinned": sorted(os.sched_getaffinity(0))}
             else:
                 reply = {"error": f"unknown request {line.strip()!r}"}
         except Exception as e:  # reported to the bench, which stops

@@ -65,8 +65,11 @@ def cpu(path):
     if oneshot:
         head += " one-shot ms | OpenCV one-shot ms | OpenCV / clusterlab one-shot |"
         rule += " ---: | ---: | ---: |"
-    lines = [f"CPU {r['cpu']}; {peers}; {r['threads_all']} threads for \"all\"; medians in ms "
-             f"(load average {r.get('load_average_start')} at the start, "
+    pinned = r.get("pinned_cpu")
+    pin = (f"; one-thread rows (clusterlab, OpenCV and scipy alike) pinned to CPU {pinned}"
+           if pinned is not None else "")
+    lines = [f"CPU {r['cpu']}; {peers}; {r['threads_all']} threads for \"all\"{pin}; medians in "
+             f"ms (load average {r.get('load_average_start')} at the start, "
              f"{r.get('load_average_end')} at the end).", "", head, rule]
     for w in r["rows"]:
         line = (f"| {w['lattice']} | {w['conn']} | {w['threads']} | {fmt(w['clusterlab_ms'])} | "

@@ -250,6 +250,49 @@ pub fn load_average() -> Option<String> {
     (fields.len() == 3).then(|| fields.join(" "))
 }
 
+/// Thread affinity (Linux), so that one-thread timings of clusterlab and of its peers run on
+/// the same CPU. On a shared multi-core machine (the GPU machine's 16-core VM) one thread's
+/// speed varied by ±25 % with the CPU it landed on, the same code timed interleaved on two
+/// threads, so unpinned one-thread rows compared CPUs, not libraries.
+pub mod affinity {
+    /// The CPUs the calling thread may run on, in order.
+    pub fn allowed() -> Vec<usize> {
+        // SAFETY: `set` is a plain bit set that sched_getaffinity fills for the calling thread
+        // (pid 0); its size is passed.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            if libc::sched_getaffinity(0, std::mem::size_of_val(&set), &mut set) != 0 {
+                return Vec::new();
+            }
+            (0..libc::CPU_SETSIZE as usize)
+                .filter(|&c| libc::CPU_ISSET(c, &set))
+                .collect()
+        }
+    }
+
+    /// Lets the calling thread run on `cpus` only; whether the system agreed.
+    pub fn set(cpus: &[usize]) -> bool {
+        // SAFETY: as in `allowed`; CPU_SET is given indices below CPU_SETSIZE.
+        unsafe {
+            let mut set: libc::cpu_set_t = std::mem::zeroed();
+            for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+                libc::CPU_SET(c, &mut set);
+            }
+            libc::sched_setaffinity(0, std::mem::size_of_val(&set), &set) == 0
+        }
+    }
+
+    /// The CPU for pinned one-thread timings: `CLUSTERLAB_BENCH_PIN` (a CPU number, or `off`
+    /// for none), by default the last CPU the process may use.
+    pub fn pin_cpu() -> Option<usize> {
+        match std::env::var("CLUSTERLAB_BENCH_PIN") {
+            Ok(v) if v == "off" => None,
+            Ok(v) => v.parse().ok(),
+            Err(_) => allowed().last().copied(),
+        }
+    }
+}
+
 /// `n` from the environment variable `name`, or `default`.
 pub fn env_usize(name: &str, default: usize) -> usize {
     std::env::var(name)
