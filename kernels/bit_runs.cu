@@ -877,7 +877,10 @@ __device__ __forceinline__ void seam_lines(u32 j, u32 tiles, u32 span, u32 n, u3
 // tiles_y - 1 the periodic y edge; grid (ceil(w / 256), min(seams, 65535)), CTA 256, one thread
 // per column. mode 1: columns, likewise, one thread per row. A grid of depth 2 runs both in one
 // launch (blockIdx.z is the mode; the unions commute), its x and y spans the larger of the two:
-// on small lattices each launch is mostly latency.
+// on small lattices each launch is mostly latency. A diagonal contact (8-connectivity) that a
+// straight one unites already is skipped: where the site it reaches is of the far component, or
+// where the neighbouring line's straight contact joins this component to it; only a run's ends
+// are left.
 extern "C" __global__ void __launch_bounds__(256)
 br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tiles_y, u32 wrap_x,
          u32 wrap_y, u32 mode) {
@@ -905,11 +908,15 @@ br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tile
 #if CONN8
             if (x > 0 || wrap_x) {
                 const idx_t o = (idx_t)yt * g.w + (x > 0 ? x - 1 : g.w - 1);
-                if (!(vert && ld_cg(L + o) == lt)) br_join(in, L, g, cb, lb, o);
+                const bool by_left =
+                    x > 0 && ld_cg(L + b - 1) == lb && joined_values(in[b - 1], in[o]);
+                if (!(vert && ld_cg(L + o) == lt) && !by_left) br_join(in, L, g, cb, lb, o);
             }
             if (x + 1 < g.w || wrap_x) {
                 const idx_t o = (idx_t)yt * g.w + (x + 1 < g.w ? x + 1 : 0u);
-                if (!(vert && ld_cg(L + o) == lt)) br_join(in, L, g, cb, lb, o);
+                const bool by_right =
+                    x + 1 < g.w && ld_cg(L + b + 1) == lb && joined_values(in[b + 1], in[o]);
+                if (!(vert && ld_cg(L + o) == lt) && !by_right) br_join(in, L, g, cb, lb, o);
             }
 #endif
         }
@@ -920,16 +927,29 @@ br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tile
         for (u32 j = blockIdx.y; j < seams; j += gridDim.y) {
             u32 xl, xr;
             seam_lines(j, tiles_x, TW, g.w, &xl, &xr);
-            const idx_t s = (idx_t)y * g.w + xr;
+            const idx_t s = (idx_t)y * g.w + xr, l = (idx_t)y * g.w + xl;
             const site_t cs = in[s];
             if (!cs) continue;
             const label_t ls = ld_cg(L + s);
-            br_join(in, L, g, cs, ls, (idx_t)y * g.w + xl);
+            const bool horiz = joined_values(cs, in[l]);
+            const label_t ll = horiz ? ld_cg(L + l) : (label_t)0;
+            // As the rows' seams: a pair of local components met in the row above is skipped.
+            const bool dup = y > 0 && joined_values(in[s - g.w], in[l - g.w]) &&
+                             ld_cg(L + s - g.w) == ls && ld_cg(L + l - g.w) == ll;
+            if (horiz && !dup) unite(L, g, ls - 1, ll - 1);
 #if CONN8
-            if (y > 0 || wrap_y)
-                br_join(in, L, g, cs, ls, (idx_t)(y > 0 ? y - 1 : g.h - 1) * g.w + xl);
-            if (y + 1 < g.h || wrap_y)
-                br_join(in, L, g, cs, ls, (idx_t)(y + 1 < g.h ? y + 1 : 0u) * g.w + xl);
+            if (y > 0 || wrap_y) {
+                const idx_t o = (idx_t)(y > 0 ? y - 1 : g.h - 1) * g.w + xl;
+                const bool by_up =
+                    y > 0 && ld_cg(L + s - g.w) == ls && joined_values(in[s - g.w], in[o]);
+                if (!(horiz && ld_cg(L + o) == ll) && !by_up) br_join(in, L, g, cs, ls, o);
+            }
+            if (y + 1 < g.h || wrap_y) {
+                const idx_t o = (idx_t)(y + 1 < g.h ? y + 1 : 0u) * g.w + xl;
+                const bool by_down =
+                    y + 1 < g.h && ld_cg(L + s + g.w) == ls && joined_values(in[s + g.w], in[o]);
+                if (!(horiz && ld_cg(L + o) == ll) && !by_down) br_join(in, L, g, cs, ls, o);
+            }
 #endif
         }
     }
@@ -957,13 +977,19 @@ __device__ __forceinline__ idx_t mask_site(const Geo& g, u32 tiles_x, u32 i) {
 // Flatten: each edge component's local root (ER; a thread per word) that is not its global root
 // points straight at it, so that every site is one step from its global root (sites point at
 // their local roots; an edge site that is a local root which the merge linked onward is in ER
-// itself). RB (canonical numbering, else null) gets the bit of each global root. Grid:
-// ceil(32 * entries / 256) CTAs of 256.
+// itself). RB (canonical numbering, else null) gets the bit of each global root. 2^split threads
+// a word, each taking 32 >> split of its bits: a small lattice has few words, and those of a
+// tile's first row hold several roots each, whose finds one thread would walk one after another.
+// Grid: ceil((32 * entries << split) / 256) CTAs of 256.
 extern "C" __global__ void __launch_bounds__(256)
-br_flatten(label_t* L, Geo g, const u32* __restrict__ ER, u32* RB, u32 tiles_x, u32 entries) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+br_flatten(label_t* L, Geo g, const u32* __restrict__ ER, u32* RB, u32 tiles_x, u32 entries,
+           u32 split) {
+    const u64 th = (u64)blockIdx.x * blockDim.x + threadIdx.x;
+    const u32 i = (u32)(th >> split);
     if (i >= 32u * entries) return;
-    u32 word = ER[i];
+    const u32 width = 32u >> split, part = (u32)th & ((1u << split) - 1u);
+    const u32 keep = width == 32u ? FULL : ((1u << width) - 1u) << (part * width);
+    u32 word = ER[i] & keep;
     const idx_t base = mask_site(g, tiles_x, i);
     u32 global = 0;
     while (word) {
@@ -974,7 +1000,10 @@ br_flatten(label_t* L, Geo g, const u32* __restrict__ ER, u32* RB, u32 tiles_x, 
         if (R != r) L[r] = R + 1;
         else global |= 1u << b;
     }
-    if (RB != nullptr && global) RB[i] |= global;
+    if (RB != nullptr && global) {
+        if (split) atomicOr(RB + i, global);
+        else RB[i] |= global;
+    }
 }
 
 // Roots per (row, tile column) entry, in raster order: CNT[e] = the entry's first rank within its

@@ -57,7 +57,7 @@
 //! | --- | --- | --- |
 //! | `br_local` | 1 lattice / 4 labels + 1/8 ER [+ 1/8 RB] | 1 lattice / 2 `LL` + 1/8 ER [+ 1/8 RB] + 8 per local root |
 //! | `br_merge` | seam sites only (≈ 1/32 + 1/1024 of them) | the same, `LL` instead of labels |
-//! | `br_flatten` | 1/8 ER + a find per edge root | the same |
+//! | `br_flatten` | 1/8 ER (up to 8 threads a word on small lattices) + a find per edge root | the same |
 //! | `br_count`, `br_publish`, `br_spread` (canonical) | 3/8 (RB twice, ER) / 4 per root | 3/8 / 8 per root |
 //! | `br_final` | 4 labels (+ local roots, cached) / raw 4f, canonical 4p | 2 `LL` (+ local roots' slots, cached) / 8 |
 //! | in all, at least | raw 9.25 + 4f, canonical 9.75 + 4p | raw 13.25, canonical 13.75 |
@@ -223,6 +223,13 @@ pub(crate) fn final_pass(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) 
     }
 }
 
+/// Threads per root-mask word of `br_flatten`, as a shift: enough for about 2^20 threads in all
+/// (a small lattice's few words hold many roots each), at most 8 a word.
+fn flatten_split(entries: u32) -> u32 {
+    let words = 32 * u64::from(entries);
+    (0..3).find(|&s| words << s >= 1 << 20).unwrap_or(3)
+}
+
 /// Queues everything before `br_final`; with `rec`, the tile pass writes the analysis records.
 fn queue(
     gpu: &Gpu,
@@ -333,11 +340,12 @@ fn queue(
                 &mut kernel_args![input, labels, geo, tx, ty, wrap_x, wrap_y, mode],
             )?;
         }
+        let split = flatten_split(entries);
         gpu.launch(
             module.func("br_flatten"),
-            ((32 * entries).div_ceil(256), 1, 1),
+            (((32 * entries) << split).div_ceil(256), 1, 1),
             (256, 1, 1),
-            &mut kernel_args![labels, geo, edge_roots, mask, tx, entries],
+            &mut kernel_args![labels, geo, edge_roots, mask, tx, entries, split],
         )?;
         if canonical {
             gpu.launch(

@@ -123,3 +123,16 @@ fn record_capacity_bounds_the_runs() {
     assert_eq!(record_capacity(&job(2, 1025)), 2 * (512 + 1));
     assert_eq!(record_capacity(&job(5, 2049)), 5 * (1024 + 1));
 }
+
+/// `br_flatten` spreads a small lattice's root-mask words over up to 8 threads each, about 2^20
+/// threads in all, and keeps one thread a word where there are that many words already.
+#[test]
+fn flatten_threads_per_word() {
+    use super::flatten_split;
+    // 2048² in short tiles: 2048 rows × 2 tile columns of 32 words.
+    assert_eq!(flatten_split(2048 * 2), 3);
+    assert_eq!(flatten_split(4096 * 4), 1);
+    assert_eq!(flatten_split(16384 * 16), 0);
+    assert_eq!(flatten_split(1), 3);
+    assert_eq!(flatten_split(u32::MAX / 32), 0);
+}
