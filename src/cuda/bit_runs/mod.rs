@@ -1,9 +1,10 @@
 //! Bit runs: run-based union-find on bit-packed rows in shared-memory tiles, each tile labeled
 //! once — the GPU fast path.
 //!
-//! A tile is 32 rows × 1024 columns (16 rows for segments); one thread block of 512 threads
-//! holds it as 32-bit row masks, one word per lane, so run starts, the contacts between rows and
-//! the ranks of runs cost a few bit operations and popcounts per 32 sites. The union-find nodes
+//! A tile is 32 rows × 1024 columns (16 rows for segments, and for lattices of fewer than two
+//! 32-row tiles per multiprocessor, whose time is one tile's latency); one thread block of 512
+//! threads holds it as 32-bit row masks, one word per lane, so run starts, the contacts between
+//! rows and the ranks of runs cost a few bit operations and popcounts per 32 sites. The union-find nodes
 //! are the tile's horizontal runs, in shared memory; vertical unions happen only where a contact
 //! between two runs begins. The tile then writes every site's label as its local root + 1,
 //! coalesced: components that stay inside a tile are finished, and the label array itself is the
