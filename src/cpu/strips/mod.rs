@@ -78,8 +78,11 @@ pub(super) struct Strip<I = u32> {
     pub(super) row_runs: Vec<I>,
     /// Local union-find forest over the strip's runs (or, when labeling, over its nodes).
     pub(super) parent: Vec<I>,
-    /// When labeling: the local node of each run ([`label_strip`] with `copy`).
+    /// When labeling: the local node of each run ([`label_strip`] with `copy`). Its length only
+    /// grows (to the strip's most runs): each run's entry is written before it is read.
     lab: Vec<I>,
+    /// Which runs of the row being scanned have a node in `lab` (bit k: the row's run k).
+    assigned: Vec<u64>,
     /// `same[r × words(w) + i]`: word `i` of row `r > 0` holds the labels of the row above (each
     /// occupied site joined to the one above it, the same sites empty), so the write pass copies it.
     same: Vec<bool>,

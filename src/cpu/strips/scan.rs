@@ -82,10 +82,21 @@ pub(super) fn merge_rows<R: JoinRule, I: Index>(
     );
 }
 
-/// "No node yet" in [`Strip::lab`].
+/// Sets bits `k..k + n` of `bits`, `n` ≤ 64 (they span at most two words).
 #[inline(always)]
-pub(super) fn unset<I: Index>() -> I {
-    I::from_usize(I::MAX_NODES + 1)
+fn set_bits(bits: &mut [u64], k: usize, n: usize) {
+    let (i, o) = (k / 64, k % 64);
+    let ones = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
+    bits[i] |= ones << o;
+    if o + n > 64 {
+        bits[i + 1] |= ones >> (64 - o);
+    }
+}
+
+/// Whether bit `k` of `bits` is set.
+#[inline(always)]
+fn bit(bits: &[u64], k: usize) -> bool {
+    bits[k / 64] >> (k % 64) & 1 != 0
 }
 
 /// Phase 1: masks, runs and the local forest of one strip.
@@ -112,7 +123,9 @@ pub(super) fn label_strip<R: JoinRule, I: Index>(
     s.same.resize(rows * nw, false);
     s.same[..nw].fill(false);
     s.parent.clear();
-    s.lab.clear();
+    if copy {
+        s.assigned.resize(nw + 1, 0);
+    }
     s.offset = I::default();
     s.temps.resize(nw);
     let mut total = 0usize;
@@ -133,7 +146,15 @@ pub(super) fn label_strip<R: JoinRule, I: Index>(
             }
             total += n;
             if copy {
-                s.lab.resize(total, unset());
+                // Entries are written before they are read (a run's first join or copy, or its
+                // new node after the row's joins; `assigned` says which), so `lab` is not filled
+                // row by row (a 4096² spiral's 8 million runs: a tenth of its labeling). Its
+                // length only grows, by doubling, zeroed by the system.
+                if s.lab.len() < total {
+                    let n = total.max(2 * s.lab.len()).min(rows * nw * WORD);
+                    crate::core::alloc::grow_zeroed(&mut s.lab, n);
+                }
+                s.assigned.fill(0);
             } else {
                 s.parent.extend((base..total).map(I::from_usize));
             }
@@ -148,6 +169,7 @@ pub(super) fn label_strip<R: JoinRule, I: Index>(
                 row_runs,
                 parent,
                 lab,
+                assigned,
                 temps,
                 same,
                 y0,
@@ -165,17 +187,18 @@ pub(super) fn label_strip<R: JoinRule, I: Index>(
                     let (a, b) = (a.usize(), b.usize());
                     if n > 0 {
                         lab.copy_within(b..b + n, a);
+                        set_bits(assigned, a - base, n);
                         copied += n;
                         return;
                     }
-                    // The run's first join copies (no branch on it: near p_c it is a coin
-                    // toss), a later one joins the two nodes.
-                    let (la, lb) = (lab[a], lab[b]);
-                    let first = la == unset();
-                    lab[a] = if first { lb } else { la };
-                    copied += usize::from(first);
-                    if !first && la != lb {
-                        union(parent, la, lb);
+                    // The run's first join copies, a later one joins the two nodes.
+                    let lb = lab[b];
+                    if !bit(assigned, a - base) {
+                        lab[a] = lb;
+                        set_bits(assigned, a - base, 1);
+                        copied += 1;
+                    } else if lab[a] != lb {
+                        union(parent, lab[a], lb);
                     }
                 });
             } else {
@@ -198,10 +221,19 @@ pub(super) fn label_strip<R: JoinRule, I: Index>(
             // The runs that touch nothing above: new nodes, left to right (their own roots).
             let parent = &mut s.parent;
             let (first, mut next) = (parent.len(), parent.len());
-            for l in &mut s.lab[base..total] {
-                let new = *l == unset();
-                *l = if new { I::from_usize(next) } else { *l };
-                next += usize::from(new);
+            let runs = total - base;
+            for (i, &w) in s.assigned.iter().enumerate().take(runs.div_ceil(64)) {
+                let valid = if 64 * (i + 1) <= runs {
+                    u64::MAX
+                } else {
+                    (1u64 << (runs % 64)) - 1
+                };
+                let mut m = !w & valid;
+                while m != 0 {
+                    s.lab[base + 64 * i + m.trailing_zeros() as usize] = I::from_usize(next);
+                    next += 1;
+                    m &= m - 1;
+                }
             }
             parent.extend((first..next).map(I::from_usize));
         }
