@@ -858,10 +858,20 @@ br_merge(const site_t* __restrict__ in, u64* L, const u16* __restrict__ LL, Geo 
     }
 }
 #else
+// Unites the sets of two local roots (their labels a and b, root + 1) unless one already points
+// at the other or both at the same node. A dense lattice's giant cluster meets a seam in hundreds
+// of runs of the same two local components; the seams' first links, made at once, chain its
+// local roots tile after tile, and every later union of the pair would walk that chain.
+__device__ __forceinline__ void seam_unite(label_t* L, const Geo& g, label_t a, label_t b) {
+    const label_t pa = ld_cg(L + a - 1), pb = ld_cg(L + b - 1);
+    if (pa == b || pb == a || pa == pb) return;
+    unite(L, g, a - 1, b - 1);
+}
+
 // Unites the global sets of two edge sites' local roots when the sites are joined.
 __device__ __forceinline__ void br_join(const site_t* __restrict__ in, label_t* L, const Geo& g,
                                         site_t cs, label_t ls, idx_t o) {
-    if (joined_values(cs, in[o])) unite(L, g, ls - 1, ld_cg(L + o) - 1);
+    if (joined_values(cs, in[o])) seam_unite(L, g, ls, ld_cg(L + o));
 }
 
 // The two lines (rows or columns) that seam j faces across, among `tiles` tiles of `span` lines
@@ -903,7 +913,7 @@ br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tile
                 // The same pair of local components as at x - 1: already united there.
                 const bool dup = x > 0 && joined_values(in[b - 1], in[t - 1]) &&
                                  ld_cg(L + b - 1) == lb && ld_cg(L + t - 1) == lt;
-                if (!dup) unite(L, g, lb - 1, lt - 1);
+                if (!dup) seam_unite(L, g, lb, lt);
             }
 #if CONN8
             if (x > 0 || wrap_x) {
@@ -936,7 +946,7 @@ br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tile
             // As the rows' seams: a pair of local components met in the row above is skipped.
             const bool dup = y > 0 && joined_values(in[s - g.w], in[l - g.w]) &&
                              ld_cg(L + s - g.w) == ls && ld_cg(L + l - g.w) == ll;
-            if (horiz && !dup) unite(L, g, ls - 1, ll - 1);
+            if (horiz && !dup) seam_unite(L, g, ls, ll);
 #if CONN8
             if (y > 0 || wrap_y) {
                 const idx_t o = (idx_t)(y > 0 ? y - 1 : g.h - 1) * g.w + xl;
