@@ -292,7 +292,6 @@ impl PeerProcess {
         }
     }
 
-    /// Sends one request (`scipy FILE CONN` or `opencv FILE CONN THREADS`) and reads the median.
     /// Sends one request line; its reply, or the error it reports.
     fn request(&mut self, request: &str) -> Result<Value, String> {
         let stdin = self.stdin.as_mut().ok_or("peers_cpu.py is closed")?;
@@ -312,6 +311,7 @@ impl PeerProcess {
             .map(|_| ())
     }
 
+    /// Sends one request (`scipy FILE CONN` or `opencv FILE CONN THREADS`) and reads the median.
     fn ask(&mut self, request: &str) -> Result<PeerTime, String> {
         let reply = self.request(request)?;
         let field = |k: &str| reply.get(k).and_then(Value::as_f64);
