@@ -84,7 +84,7 @@ pub(super) fn merge_rows<R: JoinRule, I: Index>(
 
 /// Sets bits `k..k + n` of `bits`, `n` ≤ 64 (they span at most two words).
 #[inline(always)]
-fn set_bits(bits: &mut [u64], k: usize, n: usize) {
+pub(super) fn set_bits(bits: &mut [u64], k: usize, n: usize) {
     let (i, o) = (k / 64, k % 64);
     let ones = if n == 64 { u64::MAX } else { (1u64 << n) - 1 };
     bits[i] |= ones << o;
@@ -95,7 +95,7 @@ fn set_bits(bits: &mut [u64], k: usize, n: usize) {
 
 /// Whether bit `k` of `bits` is set.
 #[inline(always)]
-fn bit(bits: &[u64], k: usize) -> bool {
+pub(super) fn bit(bits: &[u64], k: usize) -> bool {
     bits[k / 64] >> (k % 64) & 1 != 0
 }
 

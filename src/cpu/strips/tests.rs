@@ -226,3 +226,29 @@ fn copied_nodes_and_repeated_words_match_the_oracle() {
         }
     }
 }
+
+/// The node copying's per-row run bits: ranges set within a word, across a word boundary and a
+/// whole word, each bit read back against a plain model.
+#[test]
+fn run_bits_set_and_read() {
+    use super::scan::{bit, set_bits};
+    for (k, n) in [
+        (0, 1),
+        (5, 8),
+        (60, 8),
+        (63, 1),
+        (64, 64),
+        (3, 64),
+        (100, 28),
+    ] {
+        let mut bits = vec![0u64; 4];
+        set_bits(&mut bits, k, n);
+        for j in 0..256 {
+            assert_eq!(
+                bit(&bits, j),
+                (k..k + n).contains(&j),
+                "k {k}, n {n}, bit {j}"
+            );
+        }
+    }
+}
