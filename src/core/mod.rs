@@ -9,6 +9,7 @@ pub(crate) mod backend;
 pub(crate) mod bits;
 pub(crate) mod bonds;
 pub(crate) mod error;
+pub(crate) mod id_hash;
 pub(crate) mod labels;
 pub(crate) mod lattice;
 pub(crate) mod options;

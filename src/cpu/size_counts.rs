@@ -17,7 +17,7 @@ use super::strips::{self, row_at, Row, Strip};
 use super::union_find::{find, find_readonly};
 use crate::core::bits::{words, WORD};
 use crate::core::size_counts::{PercolatingCluster, SizeCounts};
-use crate::measure::wrapping::{Joined, WRAP_X, WRAP_Y};
+use crate::measure::wrapping::{edge_index, Joined, WRAP_X, WRAP_Y};
 use crate::rule::JoinRule;
 use crate::{Boundary, Connectivity};
 
@@ -260,20 +260,6 @@ fn add_size(s: u64, hist: &mut [u64], tail: &mut Vec<u64>) {
 #[inline]
 fn bit(row: &Row<'_>, x: usize) -> bool {
     row.occ[x / WORD] >> (x % WORD) & 1 != 0
-}
-
-/// Index of edge site `(y, x)` in `edge_node`: the top row, the bottom row, the left column,
-/// the right column.
-fn edge_index((h, w): (usize, usize), (y, x): (usize, usize)) -> usize {
-    if y == 0 {
-        x
-    } else if y == h - 1 {
-        w + x
-    } else if x == 0 {
-        2 * w + y
-    } else {
-        2 * w + h + y
-    }
 }
 
 /// One strip, right after its local forest: every run's length, summed into its parent from

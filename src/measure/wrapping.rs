@@ -20,7 +20,7 @@ pub(crate) const WRAP_X: u8 = 1;
 pub(crate) const WRAP_Y: u8 = 2;
 
 /// Pieces joined into periodic clusters.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub(crate) struct Joined {
     /// `map[piece]`: the cluster (numbered `1..=count` by smallest piece); `map[0] = 0`.
     pub map: Vec<u32>,
@@ -40,6 +40,11 @@ pub(crate) struct Joined {
     parent: Vec<u32>,
     offset: Vec<[i32; 2]>,
     flags: Vec<u8>,
+    /// `join_edges`' scratch: the edge lines' pieces.
+    lines: Vec<u32>,
+    /// The pieces `link` put under another root, and the roots it met (with repeats).
+    losers: Vec<u32>,
+    touched: Vec<u32>,
 }
 
 impl Joined {
@@ -78,6 +83,8 @@ impl Joined {
     fn link(&mut self, a: u32, b: u32, k: [i32; 2]) {
         let (ra, oa) = self.find(a);
         let (rb, ob) = self.find(b);
+        // (The root that keeps the set and its flags.)
+        self.touched.push(ra.min(rb));
         if ra == rb {
             let dx = ob[0] - oa[0] - k[0];
             let dy = ob[1] - oa[1] - k[1];
@@ -92,6 +99,7 @@ impl Joined {
         }
         // shift(rb) - shift(ra)
         let rel = [k[0] - ob[0] + oa[0], k[1] - ob[1] + oa[1]];
+        self.losers.push(ra.max(rb));
         if ra < rb {
             self.parent[rb as usize] = ra;
             self.offset[rb as usize] = rel;
@@ -122,21 +130,76 @@ impl Joined {
     }
 
     /// As [`Joined::join`], for occupancy lattices whose pieces are known only at the edge
-    /// sites: `piece_at(site)` is called for sites on the wrapped edges only (0 = empty).
-    // Only the GPU analyzer has pieces known at the edges alone.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    /// sites: `edge` holds the piece of every edge site (0 = empty) in [`edge_index`] order.
+    /// The same join as [`Joined::join_by`], links in the same order, read straight from the
+    /// edge lines (the per-link closure and site arithmetic cost several times the union-find).
+    ///
+    /// # Panics
+    /// When `edge` holds fewer than `2 (h + w)` entries (callers size it so).
     pub(crate) fn join_edges(
         &mut self,
         (h, w): (usize, usize),
         npieces: usize,
         connectivity: Connectivity,
         boundary: Boundary,
-        piece_at: impl Fn((usize, usize)) -> u32,
+        edge: &[u32],
     ) {
-        self.join_by(h, w, npieces, connectivity, boundary, |s, t, _| {
-            let (a, b) = (piece_at(s), piece_at(t));
-            (a != 0 && b != 0).then_some((a, b))
-        });
+        self.begin(npieces, &[]);
+        let (wy, wx) = (boundary.wraps_y(), boundary.wraps_x());
+        if h > 0 && w > 0 && (wx || wy) {
+            // Columns 0 and w − 1 (their ends are in the rows' part of `edge`).
+            let mut cols = std::mem::take(&mut self.lines);
+            cols.clear();
+            cols.extend((0..h).map(|y| edge[edge_index((h, w), (y, 0))]));
+            cols.extend((0..h).map(|y| edge[edge_index((h, w), (y, w - 1))]));
+            let (left, right) = cols.split_at(h);
+            let top = &edge[..w];
+            let bottom = if h > 1 { &edge[w..2 * w] } else { top };
+            // The links of for_each_wrap_link, in its order (so that the shifts come out the
+            // same), line by line.
+            let eight = connectivity == Connectivity::Eight;
+            if wx {
+                self.scan(right, left, [1, 0]);
+                if eight {
+                    self.scan(&right[..h - 1], &left[1..], [1, 0]);
+                    if wy {
+                        self.scan(&right[h - 1..], &left[..1], [1, 1]);
+                    }
+                    self.scan(&left[..h - 1], &right[1..], [-1, 0]);
+                    if wy {
+                        self.scan(&left[h - 1..], &right[..1], [-1, 1]);
+                    }
+                }
+            }
+            if wy {
+                self.scan(bottom, top, [0, 1]);
+                if eight {
+                    // (From the last column, a diagonal crosses the x edge too: above, or no
+                    // link.)
+                    self.scan(&bottom[..w - 1], &top[1..], [0, 1]);
+                    self.scan(&bottom[1..], &top[..w - 1], [0, 1]);
+                }
+            }
+            self.lines = cols;
+        }
+        self.number(npieces);
+    }
+
+    /// Links `a[i]` to `b[i]` with shift `k` where both are pieces (not 0). A link equal to
+    /// the one before adds nothing, and along an edge most links repeat the last one; the test
+    /// is one branch, taken at a new pair only, where tests of each end would mispredict on
+    /// the random empty sites.
+    fn scan(&mut self, a: &[u32], b: &[u32], k: [i32; 2]) {
+        let mut last = 0u64;
+        for (&x, &y) in a.iter().zip(b) {
+            // An empty end keeps the last pair (a select, not a branch).
+            let pair = (u64::from(x) << 32) | u64::from(y);
+            let key = if (x != 0) & (y != 0) { pair } else { last };
+            if key != last {
+                self.link(x, y, k);
+                last = key;
+            }
+        }
     }
 
     /// Whether piece `p` is its cluster's union-find root: its smallest piece, whose first site
@@ -190,15 +253,7 @@ impl Joined {
         seams: &[(u32, u32)],
         link: impl Fn((usize, usize), (usize, usize), [i32; 2]) -> Option<(u32, u32)>,
     ) {
-        self.parent.clear();
-        self.parent.extend(0..=npieces as u32);
-        self.offset.clear();
-        self.offset.resize(npieces + 1, [0, 0]);
-        self.flags.clear();
-        self.flags.resize(npieces + 1, 0);
-        for &(a, b) in seams {
-            self.link(a, b, [0, 0]);
-        }
+        self.begin(npieces, seams);
         let (wy, wx) = (boundary.wraps_y(), boundary.wraps_x());
         if h > 0 && w > 0 && (wx || wy) {
             // A link equal to the one before adds nothing (the pieces are joined with that
@@ -213,94 +268,97 @@ impl Joined {
                 }
             });
         }
-        // Number the roots in increasing order (= raster order of their first sites).
-        self.map.clear();
-        self.map.resize(npieces + 1, 0);
-        self.shift.clear();
-        self.shift.resize(npieces + 1, [0, 0]);
-        self.wraps.clear();
-        self.wraps.push(0);
-        self.merged.clear();
-        if self.parallel && npieces >= 1 << 16 {
-            self.number_parallel(npieces);
-            return;
-        }
-        let mut n = 0u32;
-        for p in 1..=npieces as u32 {
-            let (r, o) = self.find(p);
-            if r == p {
-                n += 1;
-                self.map[p as usize] = n;
-                self.wraps.push(self.flags[p as usize]);
-            } else {
-                self.map[p as usize] = self.map[r as usize];
-                self.merged.push(p);
-            }
-            self.shift[p as usize] = o;
-        }
-        self.count = n as usize;
+        self.number(npieces);
     }
 
-    /// The numbering of [`Joined::join_with_seams`] in parallel: a root is its set's smallest
-    /// piece, so the roots are numbered by their rank among the roots (counted per chunk, then
-    /// offset), and only the few other pieces (joined across an edge or a seam) need a find.
-    fn number_parallel(&mut self, npieces: usize) {
-        use rayon::prelude::*;
-        const CHUNK: usize = 1 << 16;
-        let parent = &self.parent;
-        let is_root = |p: usize| parent[p] as usize == p;
-        let counts: Vec<u32> = (1..npieces + 1)
-            .into_par_iter()
-            .step_by(CHUNK)
-            .map(|a| {
-                (a..(a + CHUNK).min(npieces + 1))
-                    .filter(|&p| is_root(p))
-                    .count() as u32
-            })
-            .collect();
-        let mut start = Vec::with_capacity(counts.len());
-        let mut n = 0u32;
-        for c in counts {
-            start.push(n);
-            n += c;
+    /// Every piece its own set, then the `seams` linked.
+    fn begin(&mut self, npieces: usize, seams: &[(u32, u32)]) {
+        self.parent.clear();
+        self.parent.extend(0..=npieces as u32);
+        self.offset.clear();
+        self.offset.resize(npieces + 1, [0, 0]);
+        self.flags.clear();
+        self.flags.resize(npieces + 1, 0);
+        self.losers.clear();
+        self.touched.clear();
+        for &(a, b) in seams {
+            self.link(a, b, [0, 0]);
         }
-        self.map[1..]
-            .par_chunks_mut(CHUNK)
-            .zip(start)
-            .enumerate()
-            .for_each(|(k, (map, mut c))| {
-                let base = k * CHUNK + 1;
-                for (i, m) in map.iter_mut().enumerate() {
-                    if is_root(base + i) {
-                        c += 1;
-                        *m = c;
-                    }
+    }
+
+    /// Numbers the sets' roots and fills `map`, `shift`, `wraps`, `merged` and `count`.
+    ///
+    /// A root is its set's smallest piece, so the roots are numbered by their rank among the
+    /// roots: piece `p` is root number `p − (pieces below p that are not roots)`. The pieces that
+    /// are not roots are the few that `link` put under another (`losers`), so the numbering is
+    /// one streaming fill, and only those pieces and the roots `link` saw need more.
+    fn number(&mut self, npieces: usize) {
+        use rayon::prelude::*;
+        self.merged.clear();
+        self.merged.extend_from_slice(&self.losers);
+        self.merged.sort_unstable();
+        let merged = &self.merged;
+        self.count = npieces - merged.len();
+        self.map.clear();
+        self.map.resize(npieces + 1, 0);
+        // Roots: rank among the roots; the merged pieces are overwritten below.
+        let fill = |first: usize, map: &mut [u32]| {
+            let mut below = merged.partition_point(|&m| (m as usize) < first);
+            for (p, m) in (first..).zip(map.iter_mut()) {
+                if below < merged.len() && merged[below] as usize == p {
+                    below += 1;
+                } else {
+                    *m = (p - below) as u32;
                 }
-            });
-        let flags = &self.flags;
-        let roots_flags: Vec<u8> = (1..npieces + 1)
-            .into_par_iter()
-            .filter(|&p| is_root(p))
-            .map(|p| flags[p])
-            .collect();
-        self.wraps.extend(roots_flags);
-        self.merged = (1..npieces as u32 + 1)
-            .into_par_iter()
-            .filter(|&p| !is_root(p as usize))
-            .collect();
+            }
+        };
+        const CHUNK: usize = 1 << 16;
+        if self.parallel && npieces >= 4 * CHUNK {
+            (self.map[1..].par_chunks_mut(CHUNK).enumerate())
+                .for_each(|(k, c)| fill(1 + k * CHUNK, c));
+        } else {
+            fill(1, &mut self.map[1..]);
+        }
+        self.shift.clear();
+        self.shift.resize(npieces + 1, [0, 0]);
         for i in 0..self.merged.len() {
             let p = self.merged[i];
             let (r, o) = self.find(p);
             self.map[p as usize] = self.map[r as usize];
             self.shift[p as usize] = o;
         }
-        self.count = n as usize;
+        self.wraps.clear();
+        self.wraps.resize(self.count + 1, 0);
+        for &r in &self.touched {
+            let r = r as usize;
+            if self.parent[r] as usize == r {
+                self.wraps[self.map[r] as usize] = self.flags[r];
+            }
+        }
     }
 }
 
-/// Calls `f(site, neighbour, k)` for every link of the literal neighbourhood that crosses a
-/// wrapping edge, from both ends: `k` is the number of periods crossed per axis (`[kx, ky]`, each
-/// −1, 0 or 1), so that the neighbour's unwrapped position is the site's plus the offset.
+/// The index of edge site `(y, x)` in the edge arrays of [`Joined::join_edges`]: row 0, row
+/// `h − 1`, then columns 0 and `w − 1` without their first and last sites (`2 (h + w)` entries,
+/// some unused on lattices of one or two rows).
+pub(crate) fn edge_index((h, w): (usize, usize), (y, x): (usize, usize)) -> usize {
+    if y == 0 {
+        x
+    } else if y == h - 1 {
+        w + x
+    } else if x == 0 {
+        2 * w + y
+    } else {
+        2 * w + h + y
+    }
+}
+
+/// Calls `f(site, neighbour, k)` once for every link of the literal neighbourhood that crosses a
+/// wrapping edge: `k` is the number of periods crossed per axis (`[kx, ky]`, each −1, 0 or 1), so
+/// that the neighbour's unwrapped position is the site's plus the offset. A link is visited from
+/// the end whose offset to the other is `(0, 1)`, `(1, 0)` or a diagonal downwards (a link and
+/// its twin on a torus 1 or 2 sites wide are two links), offset by offset along each edge, so
+/// that consecutive links mostly join the same two pieces.
 pub(crate) fn for_each_wrap_link(
     h: usize,
     w: usize,
@@ -309,40 +367,46 @@ pub(crate) fn for_each_wrap_link(
     wraps_y: bool,
     mut f: impl FnMut((usize, usize), (usize, usize), [i32; 2]),
 ) {
-    let offsets = connectivity.offsets();
-    let wrap = |v: isize, n: usize, wraps: bool| -> Option<(usize, i32)> {
-        if v < 0 {
-            wraps.then(|| ((v + n as isize) as usize, -1))
-        } else if v as usize >= n {
-            wraps.then(|| (v as usize - n, 1))
+    if h == 0 || w == 0 {
+        return;
+    }
+    let (hi, wi) = (h as isize, w as isize);
+    let mut one = |y: usize, x: usize, dy: isize, dx: isize| {
+        let (ty, tx) = (y as isize + dy, x as isize + dx);
+        let ky = isize::from(ty >= hi);
+        let kx = if tx >= wi {
+            1
+        } else if tx < 0 {
+            -1
         } else {
-            Some((v as usize, 0))
+            0
+        };
+        if (ky == 0 && kx == 0) || (ky != 0 && !wraps_y) || (kx != 0 && !wraps_x) {
+            return;
         }
+        let t = ((ty - ky * hi) as usize, (tx - kx * wi) as usize);
+        f((y, x), t, [kx as i32, ky as i32]);
     };
-    let mut visit = |y: usize, x: usize| {
-        for &(dy, dx) in offsets {
-            let Some((ty, ky)) = wrap(y as isize + dy, h, wraps_y) else {
-                continue;
-            };
-            let Some((tx, kx)) = wrap(x as isize + dx, w, wraps_x) else {
-                continue;
-            };
-            if kx != 0 || ky != 0 {
-                f((y, x), (ty, tx), [kx, ky]);
-            }
-        }
-    };
-    // The border sites, each once.
-    for x in 0..w {
-        visit(0, x);
-        if h > 1 {
-            visit(h - 1, x);
+    let eight = connectivity == Connectivity::Eight;
+    // Across the x edge: from column w − 1 rightwards and down-right, from column 0 down-left
+    // (the last row's links among them cross the y edge too).
+    if wraps_x {
+        (0..h).for_each(|y| one(y, w - 1, 0, 1));
+        if eight {
+            (0..h).for_each(|y| one(y, w - 1, 1, 1));
+            (0..h).for_each(|y| one(y, 0, 1, -1));
         }
     }
-    for y in 1..h.saturating_sub(1) {
-        visit(y, 0);
-        if w > 1 {
-            visit(y, w - 1);
+    // Across the y edge: from row h − 1 downwards, and diagonally where not visited above.
+    if wraps_y {
+        (0..w).for_each(|x| one(h - 1, x, 1, 0));
+        if eight {
+            (0..w)
+                .filter(|&x| !(wraps_x && x == w - 1))
+                .for_each(|x| one(h - 1, x, 1, 1));
+            (0..w)
+                .filter(|&x| !(wraps_x && x == 0))
+                .for_each(|x| one(h - 1, x, 1, -1));
         }
     }
 }
@@ -394,5 +458,102 @@ mod tests {
         assert_eq!(j.wraps[1], WRAP_X);
         let j = run(p.view(), Connectivity::Four, Boundary::PeriodicY);
         assert_eq!(j.wraps[1], 0);
+    }
+
+    /// The numbering of a joined forest by a find from every piece, in increasing order: the
+    /// reference for `number`, which finds from the merged pieces only.
+    fn numbered_by_finds(j: &Joined, npieces: usize) -> Joined {
+        let mut j = j.clone();
+        j.map = vec![0; npieces + 1];
+        j.shift = vec![[0, 0]; npieces + 1];
+        j.wraps = vec![0];
+        j.merged.clear();
+        let mut n = 0;
+        for p in 1..=npieces as u32 {
+            let (r, o) = j.find(p);
+            if r == p {
+                n += 1;
+                j.map[p as usize] = n;
+                j.wraps.push(j.flags[p as usize]);
+            } else {
+                j.map[p as usize] = j.map[r as usize];
+                j.merged.push(p);
+            }
+            j.shift[p as usize] = o;
+        }
+        j.count = n as usize;
+        j
+    }
+
+    /// `join_edges` reads the edge lines directly; the generic join visits the same links
+    /// through `for_each_wrap_link`. Both must give the same clusters, shifts and flags, on
+    /// lattices down to one site wide (where a link and its twin are two links) and on pieces
+    /// made of runs along the edges, as real pieces are.
+    #[test]
+    fn edge_lines_join_as_the_generic_join() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let shapes = [
+            (1, 1),
+            (1, 2),
+            (2, 1),
+            (2, 2),
+            (1, 5),
+            (5, 1),
+            (2, 7),
+            (3, 3),
+            (4, 9),
+        ];
+        let shapes = shapes.into_iter().chain([(17, 13), (32, 5), (6, 40)]);
+        for (h, w) in shapes {
+            for trial in 0..40 {
+                let npieces = 1 + trial % 9;
+                let fill = [0.3, 0.6, 0.9][trial % 3];
+                let mut pieces = ndarray::Array2::<u32>::zeros((h, w));
+                let mut cur = 1;
+                for v in pieces.iter_mut() {
+                    if rng.random::<f64>() < 0.3 {
+                        cur = rng.random_range(1..=npieces as u32);
+                    }
+                    if rng.random::<f64>() < fill {
+                        *v = cur;
+                    }
+                }
+                let mut edge = vec![0u32; 2 * (h + w)];
+                for y in 0..h {
+                    for x in 0..w {
+                        if y == 0 || y == h - 1 || x == 0 || x == w - 1 {
+                            edge[edge_index((h, w), (y, x))] = pieces[(y, x)];
+                        }
+                    }
+                }
+                for c in [Connectivity::Four, Connectivity::Eight] {
+                    for b in [
+                        Boundary::Periodic,
+                        Boundary::PeriodicX,
+                        Boundary::PeriodicY,
+                        Boundary::Open,
+                    ] {
+                        let mut want = Joined::default();
+                        let v = pieces.view();
+                        want.join(v, npieces, c, b, |s, t| v[s] != 0 && v[t] != 0);
+                        let mut got = Joined::default();
+                        got.join_edges((h, w), npieces, c, b, &edge);
+                        let what = format!("{h}x{w} trial {trial} {c} {b}");
+                        let reference = numbered_by_finds(&got, npieces);
+                        assert_eq!(got.count, reference.count, "{what}");
+                        assert_eq!(got.map, reference.map, "{what}");
+                        assert_eq!(got.shift, reference.shift, "{what}");
+                        assert_eq!(got.wraps, reference.wraps, "{what}");
+                        assert_eq!(got.merged, reference.merged, "{what}");
+                        assert_eq!(got.count, want.count, "{what}");
+                        assert_eq!(got.map, want.map, "{what}");
+                        assert_eq!(got.shift, want.shift, "{what}");
+                        assert_eq!(got.wraps, want.wraps, "{what}");
+                        assert_eq!(got.merged, want.merged, "{what}");
+                    }
+                }
+            }
+        }
     }
 }

@@ -2,6 +2,7 @@
 //! table, the periodic seams' pieces joined on the host; and the labeling backend's entry to it.
 
 use super::*;
+use crate::core::id_hash::IdMap;
 
 impl CudaAnalyzer {
     /// Waits for the work queued by [`CudaAnalyzer::queue_size_counts`] and collects `n_s` and
@@ -31,15 +32,11 @@ impl CudaAnalyzer {
             self.dev.queue_border(true)?;
         }
         let (hist, tail) = self.dev.histogram()?;
-        let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
-        for (s, &c) in hist.iter().enumerate().take(HIST_CAP + 1).skip(1) {
-            if c > 0 {
-                counts.insert(s as u64, u64::from(c));
-            }
-        }
+        // The sizes counted one by one: the listed clusters, then the joined ones.
+        let mut sizes: Vec<u64> = Vec::with_capacity(tail.len() / 2);
         for pair in tail.chunks_exact(2) {
             let s = u64::from(pair[0]);
-            *counts.entry(s).or_insert(0) += 1;
+            sizes.push(s);
             if pair[1] != 0 {
                 out.percolating.push(PercolatingCluster {
                     size: s,
@@ -59,34 +56,53 @@ impl CudaAnalyzer {
                 (wx && (e[1] == 0 || e[2] as usize == w - 1))
                     || (wy && (e[3] == 0 || e[4] as usize == h - 1))
             };
-            // Dense node numbers of the seam pieces, once per edge site (the join below asks for
-            // each site from every wrap link that reaches it). Neighbouring edge sites mostly
-            // share a piece, so the map is consulted only when the label changes.
-            let mut node_of = vec![0u32; labels.len()];
-            let mut nodes: HashMap<u32, u32> = HashMap::new();
-            // [size, x_min, x_max, y_min, y_max] per node.
-            let mut info = vec![[0u32; 5]];
+            // Dense node numbers of the seam pieces, for every edge site (the join reads the
+            // edge lines). Neighbouring edge sites mostly share a piece, so a site is looked at
+            // only where the label changes.
+            let SeamNodes {
+                node_of,
+                nodes,
+                info,
+            } = &mut self.seam;
+            node_of.clear();
+            node_of.resize(labels.len(), 0);
+            nodes.clear();
+            info.clear();
+            info.push([0; 5]);
+            // A small direct-mapped cache of labels met before: along an edge a large piece
+            // comes back after every gap, and a map lookup costs more than the rest.
+            let mut cache = [(0u32, 0u32); 256];
             let (mut last, mut last_node) = (0u32, 0u32);
-            for (i, (&l, e)) in labels.iter().zip(boxes.chunks_exact(5)).enumerate() {
-                if l == 0 || !on_seam(e) {
-                    continue;
-                }
+            for (i, (&l, node)) in labels.iter().zip(node_of.iter_mut()).enumerate() {
                 if l != last {
                     last = l;
-                    last_node = *nodes.entry(last).or_insert_with(|| {
-                        info.push([e[0], e[1], e[2], e[3], e[4]]);
-                        (info.len() - 1) as u32
-                    });
+                    let slot = &mut cache[l as usize & 255];
+                    last_node = if l == 0 {
+                        0
+                    } else if slot.0 == l {
+                        slot.1
+                    } else {
+                        let e = &boxes[5 * i..5 * i + 5];
+                        let n = if on_seam(e) {
+                            *nodes.entry(l).or_insert_with(|| {
+                                info.push([e[0], e[1], e[2], e[3], e[4]]);
+                                (info.len() - 1) as u32
+                            })
+                        } else {
+                            0
+                        };
+                        *slot = (l, n);
+                        n
+                    };
                 }
-                node_of[i] = last_node;
+                *node = last_node;
             }
             let k = info.len() - 1;
-            let at = |s: (usize, usize)| node_of[edge_index((h, w), s)];
             self.joined
-                .join_edges((h, w), k, self.dev.connectivity, boundary, at);
+                .join_edges((h, w), k, self.dev.connectivity, boundary, node_of);
             let n = self.joined.count;
             let mut merged = vec![(0u64, u32::MAX, 0u32, u32::MAX, 0u32); n + 1];
-            for (i, inf) in info.iter().enumerate().skip(1) {
+            for (i, inf) in self.seam.info.iter().enumerate().skip(1) {
                 let m = &mut merged[self.joined.map[i] as usize];
                 m.0 += u64::from(inf[0]);
                 m.1 = m.1.min(inf[1]);
@@ -95,7 +111,7 @@ impl CudaAnalyzer {
                 m.4 = m.4.max(inf[4]);
             }
             for (c, m) in merged.iter().enumerate().skip(1) {
-                *counts.entry(m.0).or_insert(0) += 1;
+                sizes.push(m.0);
                 let bits = self.joined.wraps[c];
                 let p = PercolatingCluster {
                     size: m.0,
@@ -109,7 +125,7 @@ impl CudaAnalyzer {
                 }
             }
         }
-        out.counts = counts.into_iter().collect();
+        out.counts = merge_counts(&hist[..=HIST_CAP], sizes);
         // One order on every backend.
         out.percolating.sort_unstable();
         Ok(out)
@@ -150,4 +166,75 @@ pub(crate) fn size_counts_into(
     };
     out.clone_from(&counts);
     Ok(())
+}
+
+/// The size counts' seam pieces, kept between calls: each edge site's node (0: empty or not on
+/// a wrapped edge's seam), the node of each piece label, and each node's size and bounding box
+/// (`[size, x_min, x_max, y_min, y_max]`, node 0 unused).
+#[derive(Default)]
+pub(super) struct SeamNodes {
+    node_of: Vec<u32>,
+    nodes: IdMap<u32, u32>,
+    info: Vec<[u32; 5]>,
+}
+
+/// `n_s` as `(s, n_s)` in increasing `s`: the histogram's `hist[s]` (index 0 unused) and the
+/// `sizes` counted one by one. (Sorting the few thousand listed sizes costs a tenth of
+/// inserting them one by one into an ordered map.)
+fn merge_counts(hist: &[u32], mut sizes: Vec<u64>) -> Vec<(u64, u64)> {
+    sizes.sort_unstable();
+    let mut listed: Vec<(u64, u64)> = Vec::new();
+    for s in sizes {
+        match listed.last_mut() {
+            Some(l) if l.0 == s => l.1 += 1,
+            _ => listed.push((s, 1)),
+        }
+    }
+    let mut dense = (hist.iter().enumerate().skip(1))
+        .filter(|(_, &c)| c > 0)
+        .map(|(s, &c)| (s as u64, u64::from(c)))
+        .peekable();
+    let mut listed = listed.into_iter().peekable();
+    let mut out = Vec::new();
+    loop {
+        let next = match (dense.peek().copied(), listed.peek().copied()) {
+            (Some(a), Some(b)) if a.0 == b.0 => {
+                dense.next();
+                listed.next();
+                Some((a.0, a.1 + b.1))
+            }
+            (Some(a), Some(b)) if b.0 < a.0 => listed.next(),
+            (Some(_), _) => dense.next(),
+            (None, Some(_)) => listed.next(),
+            (None, None) => break,
+        };
+        out.extend(next);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::merge_counts;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn merged_counts_equal_an_ordered_map() {
+        let hist = [0u32, 5, 0, 2, 1, 0];
+        let sizes = vec![9, 3, 7, 3, 1, 9, 9, 2];
+        let mut want: BTreeMap<u64, u64> = BTreeMap::new();
+        for (s, &c) in hist.iter().enumerate().skip(1) {
+            if c > 0 {
+                want.insert(s as u64, u64::from(c));
+            }
+        }
+        for &s in &sizes {
+            *want.entry(s).or_insert(0) += 1;
+        }
+        let want: Vec<(u64, u64)> = want.into_iter().collect();
+        assert_eq!(merge_counts(&hist, sizes), want);
+        assert_eq!(merge_counts(&hist, vec![]), vec![(1, 5), (3, 2), (4, 1)]);
+        assert_eq!(merge_counts(&[0, 0], vec![4, 4]), vec![(4, 2)]);
+        assert!(merge_counts(&[0], vec![]).is_empty());
+    }
 }

@@ -45,7 +45,6 @@ use crate::{Error, Labels, Result};
 use cudarc::driver::{result as dres, CudaStream, DevicePtr};
 use ndarray::{Array2, ArrayView2};
 use rayon::prelude::*;
-use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
 
 /// What the last queued run will give.
@@ -89,6 +88,8 @@ pub struct CudaAnalyzer {
     pending: Option<Pending>,
     joined: Joined,
     staging: Vec<u8>,
+    /// The size counts' seam pieces, kept between calls.
+    seam: counts::SeamNodes,
     /// The complement's analysis and the perimeter kernels, made on the first
     /// [`CudaAnalyzer::analyze_all`].
     perimeters: Option<super::perimeters::DevicePerimeters>,
@@ -97,17 +98,7 @@ pub struct CudaAnalyzer {
 }
 
 /// Index of edge site `(y, x)` in `ana_border`'s output.
-pub(crate) fn edge_index((h, w): (usize, usize), (y, x): (usize, usize)) -> usize {
-    if y == 0 {
-        x
-    } else if y == h - 1 {
-        w + x
-    } else if x == 0 {
-        2 * w + y
-    } else {
-        2 * w + h + y
-    }
-}
+pub(crate) use crate::measure::wrapping::edge_index;
 
 impl CudaAnalyzer {
     /// An analyzer on GPU `device` with a stream of its own.
@@ -121,6 +112,7 @@ impl CudaAnalyzer {
             pending: None,
             joined: Joined::parallel(),
             staging: Vec::new(),
+            seam: counts::SeamNodes::default(),
             perimeters: None,
             all_pending: false,
         })
@@ -142,6 +134,7 @@ impl CudaAnalyzer {
             pending: None,
             joined: Joined::parallel(),
             staging: Vec::new(),
+            seam: counts::SeamNodes::default(),
             perimeters: None,
             all_pending: false,
         })
@@ -442,11 +435,7 @@ impl CudaAnalyzer {
             let b = self.dev.border(false)?;
             let joined = &mut self.joined;
             let ((), columns) = rayon::join(
-                || {
-                    joined.join_edges((h, w), np, connectivity, boundary, |s| {
-                        b[edge_index((h, w), s)]
-                    })
-                },
+                || joined.join_edges((h, w), np, connectivity, boundary, b),
                 || Columns::new(np, true),
             );
             (Some(&self.joined), columns)

@@ -8,8 +8,7 @@
 //! offset + local root) that links under the smaller id. A cluster's global root is then its
 //! smallest site, as on one device, and every other local root on a seam is *demoted* under it.
 
-use std::collections::HashMap;
-use std::hash::{BuildHasherDefault, Hasher};
+use crate::core::id_hash::IdMap;
 
 /// The border rows of one strip, as downloaded.
 #[derive(Debug, Clone, Copy)]
@@ -49,30 +48,10 @@ pub(crate) struct Demotion {
     pub root: u64,
 }
 
-/// A multiplicative hash of a `u64` id (ids are site indices: no adversary, and std's SipHash
-/// would cost more than the rest of the join).
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(self.0 ^ u64::from(b));
-        }
-    }
-    fn write_u64(&mut self, v: u64) {
-        let x = v.wrapping_mul(0x9E37_79B9_7F4A_7C15);
-        self.0 = x ^ (x >> 29);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
 /// Union-find over the global ids of the local roots met on the seams.
 #[derive(Default)]
 struct Forest {
-    index: HashMap<u64, u32, BuildHasherDefault<IdHasher>>,
+    index: IdMap<u64, u32>,
     id: Vec<u64>,
     strip: Vec<u32>,
     parent: Vec<u32>,
