@@ -42,7 +42,8 @@ pub(crate) struct Joined {
     flags: Vec<u8>,
     /// `join_edges`' scratch: the edge lines' pieces.
     lines: Vec<u32>,
-    /// The pieces `link` put under another root, and the roots it met (with repeats).
+    /// The pieces `link` put under another root, and the roots whose flags it set (each at most
+    /// once: both at most `npieces`, so that `reserve` makes room for every join).
     losers: Vec<u32>,
     touched: Vec<u32>,
 }
@@ -83,32 +84,34 @@ impl Joined {
     fn link(&mut self, a: u32, b: u32, k: [i32; 2]) {
         let (ra, oa) = self.find(a);
         let (rb, ob) = self.find(b);
-        // (The root that keeps the set and its flags.)
-        self.touched.push(ra.min(rb));
         if ra == rb {
             let dx = ob[0] - oa[0] - k[0];
             let dy = ob[1] - oa[1] - k[1];
-            let f = &mut self.flags[ra as usize];
-            if dx != 0 {
-                *f |= WRAP_X;
-            }
-            if dy != 0 {
-                *f |= WRAP_Y;
-            }
+            let f = (u8::from(dx != 0) * WRAP_X) | (u8::from(dy != 0) * WRAP_Y);
+            self.add_flags(ra, f);
             return;
         }
         // shift(rb) - shift(ra)
         let rel = [k[0] - ob[0] + oa[0], k[1] - ob[1] + oa[1]];
-        self.losers.push(ra.max(rb));
-        if ra < rb {
-            self.parent[rb as usize] = ra;
-            self.offset[rb as usize] = rel;
-            self.flags[ra as usize] |= self.flags[rb as usize];
+        let (root, child, off) = if ra < rb {
+            (ra, rb, rel)
         } else {
-            self.parent[ra as usize] = rb;
-            self.offset[ra as usize] = [-rel[0], -rel[1]];
-            self.flags[rb as usize] |= self.flags[ra as usize];
+            (rb, ra, [-rel[0], -rel[1]])
+        };
+        self.parent[child as usize] = root;
+        self.offset[child as usize] = off;
+        self.losers.push(child);
+        self.add_flags(root, self.flags[child as usize]);
+    }
+
+    /// ORs `f` into root `r`'s flags, noting `r` the first time they become nonzero (at most
+    /// once per piece: flags only grow, and a root that is merged never becomes one again).
+    fn add_flags(&mut self, r: u32, f: u8) {
+        let old = self.flags[r as usize];
+        if old == 0 && f != 0 {
+            self.touched.push(r);
         }
+        self.flags[r as usize] = old | f;
     }
 
     /// Joins the `pieces` (`1..=npieces`, open-boundary labels) across the edges that `boundary`
@@ -221,6 +224,8 @@ impl Joined {
         room(&mut self.offset, n);
         room(&mut self.flags, n);
         room(&mut self.merged, n);
+        room(&mut self.losers, n);
+        room(&mut self.touched, n);
     }
 
     /// The join, with `link(site, neighbour, k)` giving the two pieces of a joined wrap link
