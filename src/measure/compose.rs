@@ -190,16 +190,18 @@ pub(crate) fn compose<P: Pieces + ?Sized>(
         let c = ShapeColumns::fill_into(columns, npieces, parallel, |i| one(i + 1, 0));
         return c.into_table(shape, connectivity, boundary, segments, Measures::Shape);
     };
-    let roots: Vec<u32> = if parallel {
-        (1..npieces as u32 + 1)
-            .into_par_iter()
-            .with_min_len(4096)
-            .filter(|&p| j.is_root(p))
-            .collect()
-    } else {
-        (1..=npieces as u32).filter(|&p| j.is_root(p)).collect()
-    };
+    // The roots are the pieces that were not merged into another (`j.merged`, sorted): the
+    // ranges between those, one streaming pass (a filter over every piece cost more, in
+    // parallel, than the rows it gives).
+    let mut roots: Vec<u32> = Vec::with_capacity(j.count);
+    let mut next = 1;
+    for &m in &j.merged {
+        roots.extend(next..m);
+        next = m + 1;
+    }
+    roots.extend(next..npieces as u32 + 1);
     debug_assert_eq!(roots.len(), j.count);
+    debug_assert!(roots.iter().all(|&p| j.is_root(p)));
     let mut c = ShapeColumns::fill_into(columns, roots.len(), parallel, |i| {
         one(roots[i] as usize, j.wraps[i + 1])
     });
