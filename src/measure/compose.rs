@@ -129,6 +129,13 @@ fn piece_row(m: &Moments, wraps: u8, g: &Geometry) -> Row {
 fn mean_var_u(n: u64, s: u64, ss: u128) -> (f64, f64) {
     let nf = n as f64;
     let mean = s as f64 / nf;
+    // Nearly every piece's products fit 64 bits: the same integers without 128-bit multiplies.
+    if let Ok(ss) = u64::try_from(ss) {
+        if let (Some(a), Some(b)) = (n.checked_mul(ss), s.checked_mul(s)) {
+            let var = a.checked_sub(b).map_or(0.0, |d| d as f64 / (nf * nf));
+            return (mean, var.max(0.0));
+        }
+    }
     const LIM: u128 = 1 << 127;
     let a = u128::from(n).checked_mul(ss).filter(|&a| a < LIM);
     let b = u128::from(s) * u128::from(s);
