@@ -9,6 +9,8 @@ pub(crate) mod backend;
 pub(crate) mod bits;
 pub(crate) mod bonds;
 pub(crate) mod error;
+// Only the GPU analyzer and the multi-GPU seam join key maps by ids.
+#[cfg_attr(not(feature = "cuda"), allow(dead_code))]
 pub(crate) mod id_hash;
 pub(crate) mod labels;
 pub(crate) mod lattice;

@@ -41,6 +41,7 @@ pub(crate) struct Joined {
     offset: Vec<[i32; 2]>,
     flags: Vec<u8>,
     /// `join_edges`' scratch: the edge lines' pieces.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     lines: Vec<u32>,
     /// The pieces `link` put under another root, and the roots whose flags it set (each at most
     /// once: both at most `npieces`, so that `reserve` makes room for every join).
@@ -139,6 +140,8 @@ impl Joined {
     ///
     /// # Panics
     /// When `edge` holds fewer than `2 (h + w)` entries (callers size it so).
+    // Only the GPU analyzer has pieces known at the edges alone.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn join_edges(
         &mut self,
         (h, w): (usize, usize),
@@ -192,6 +195,7 @@ impl Joined {
     /// the one before adds nothing, and along an edge most links repeat the last one; the test
     /// is one branch, taken at a new pair only, where tests of each end would mispredict on
     /// the random empty sites.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     fn scan(&mut self, a: &[u32], b: &[u32], k: [i32; 2]) {
         let mut last = 0u64;
         for (&x, &y) in a.iter().zip(b) {
