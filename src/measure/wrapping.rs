@@ -40,7 +40,7 @@ pub(crate) struct Joined {
     parent: Vec<u32>,
     offset: Vec<[i32; 2]>,
     flags: Vec<u8>,
-    /// `join_edges`' scratch: the edge lines' pieces.
+    /// `join_edges`' scratch: the pieces of columns 0 and w − 1.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     lines: Vec<u32>,
     /// The pieces `link` put under another root, and the roots whose flags it set (each at most
