@@ -57,6 +57,25 @@ impl SizeCounts {
         self.percolating.clear();
     }
 
+    /// Appends to `counts`, in increasing `s`, a dense histogram's counts (`hist[s]` clusters of
+    /// `s` sites, index 0 unused) and then the sizes listed one by one in `tail`, all above the
+    /// histogram's (sorted here, so that a few thousand cost less than an ordered map).
+    pub(crate) fn push_counts(&mut self, hist: &[u64], tail: &mut [u64]) {
+        debug_assert!(tail.iter().all(|&s| s as usize >= hist.len()));
+        for (s, &c) in hist.iter().enumerate().skip(1) {
+            if c > 0 {
+                self.counts.push((s as u64, c));
+            }
+        }
+        tail.sort_unstable();
+        for &s in tail.iter() {
+            match self.counts.last_mut() {
+                Some((last, c)) if *last == s => *c += 1,
+                _ => self.counts.push((s, 1)),
+            }
+        }
+    }
+
     /// The number of clusters.
     pub fn clusters(&self) -> usize {
         self.counts.iter().map(|&(_, c)| c as usize).sum()

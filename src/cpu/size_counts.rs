@@ -230,18 +230,7 @@ pub(crate) fn count<R: JoinRule>(
             out.percolating.push(p);
         }
     }
-    for (s, &c) in hist.iter().enumerate().skip(1) {
-        if c > 0 {
-            out.counts.push((s as u64, c));
-        }
-    }
-    tail.sort_unstable();
-    for &s in tail.iter() {
-        match out.counts.last_mut() {
-            Some((last, c)) if *last == s => *c += 1,
-            _ => out.counts.push((s, 1)),
-        }
-    }
+    out.push_counts(hist, tail);
     out.percolating.sort_unstable();
     forest.restore();
 }

@@ -179,38 +179,19 @@ pub(super) struct SeamNodes {
 }
 
 /// `n_s` as `(s, n_s)` in increasing `s`: the histogram's `hist[s]` (index 0 unused) and the
-/// `sizes` counted one by one. (Sorting the few thousand listed sizes costs a tenth of
-/// inserting them one by one into an ordered map.)
-fn merge_counts(hist: &[u32], mut sizes: Vec<u64>) -> Vec<(u64, u64)> {
-    sizes.sort_unstable();
-    let mut listed: Vec<(u64, u64)> = Vec::new();
+/// `sizes` counted one by one (those within the histogram's range go into it).
+fn merge_counts(hist: &[u32], sizes: Vec<u64>) -> Vec<(u64, u64)> {
+    let mut dense: Vec<u64> = hist.iter().map(|&c| u64::from(c)).collect();
+    let mut tail = Vec::with_capacity(sizes.len());
     for s in sizes {
-        match listed.last_mut() {
-            Some(l) if l.0 == s => l.1 += 1,
-            _ => listed.push((s, 1)),
+        match dense.get_mut(s as usize) {
+            Some(c) => *c += 1,
+            None => tail.push(s),
         }
     }
-    let mut dense = (hist.iter().enumerate().skip(1))
-        .filter(|(_, &c)| c > 0)
-        .map(|(s, &c)| (s as u64, u64::from(c)))
-        .peekable();
-    let mut listed = listed.into_iter().peekable();
-    let mut out = Vec::new();
-    loop {
-        let next = match (dense.peek().copied(), listed.peek().copied()) {
-            (Some(a), Some(b)) if a.0 == b.0 => {
-                dense.next();
-                listed.next();
-                Some((a.0, a.1 + b.1))
-            }
-            (Some(a), Some(b)) if b.0 < a.0 => listed.next(),
-            (Some(_), _) => dense.next(),
-            (None, Some(_)) => listed.next(),
-            (None, None) => break,
-        };
-        out.extend(next);
-    }
-    out
+    let mut out = SizeCounts::default();
+    out.push_counts(&dense, &mut tail);
+    out.counts
 }
 
 #[cfg(test)]
