@@ -37,7 +37,6 @@
 #include "common.cuh"
 #include "canonical.cu"
 
-#define HIST_CAP 1024
 #define FULL_LABEL 0xffffffffu
 
 #include "analysis_row.cuh"

@@ -12,12 +12,16 @@
 //   box = x_min (bits 0..9) | x_max (10..19) | y_min (20..24) | y_max (25..29)
 // Interior components (whole clusters) fill the arrays from the front, edge components from the
 // back (index cap - 1 - j); count[0] and count[1] count them. src/cuda/bit_runs/mod.rs: Records.
+// With `hist` (the size counts) an interior component of at most HIST_CAP sites gets no record:
+// it is a whole cluster that neither wraps nor spans, so only its size is wanted, and the tile
+// counts it in a shared histogram added into `hist` (HIST_CAP + 1 words) at the end.
 struct BrRec {
     u32* root;
     u64* a;
     u64* b;
     u32* box;
     u32* count;
+    u32* hist;
     u32 cap;
     u32 slots;   // shared-memory accumulators (ana_shared_bytes)
     u32 moments; // 0: sizes and boxes only (n_s, regions): the coordinate sums are left 0
@@ -89,9 +93,15 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
     u32* acc = sm + OFF_ACC;
     const u32 S = rec.slots;
     const bool mom = rec.moments != 0;
+    // The size counts' histogram, after the accumulators (the host leaves room: ana_hist_slots).
+    const bool direct = rec.hist != nullptr;
+    u32* sh = acc + ACC_FIELDS * S;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 lt = (1u << lane) - 1u;
 #define IS_MULTI(n) ((multi[(n) >> 5] >> ((n) & 31)) & 1u)
+    // (The scans' barriers below order the clearing before the first count.)
+    if (direct)
+        for (u32 i = threadIdx.x; i <= HIST_CAP; i += BR_THREADS) sh[i] = 0;
 
     // This thread's interior, edge and multi-run roots; the first record of each warp (the
     // block scan's offset of its lane 0).
@@ -99,7 +109,7 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
     for (u32 m = mine; m; m &= m - 1) {
         const u32 n = threadIdx.x + BR_THREADS * (__ffs(m) - 1);
         if (ent[n] & EDGE) ce++;
-        else ci++;
+        else ci += !direct;
         cm += IS_MULTI(n);
     }
     u32 tot_ie, tot_m;
@@ -129,7 +139,9 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
             ent[n] = (e & (OWN_MASK | EDGE)) | ((jm + __popc(bm & lt)) << PAR_SHIFT);
         } else if (root) {
             const u32 r = (e >> 10) & 31u, c = e & 1023u, len = run_len(sm, r, c);
-            put_record(rec, j, node_key(ent, g, t, n), pack_a(len, len * r, len * r * r),
+            // (A run has at most TW <= HIST_CAP sites.)
+            if (direct && !(e & EDGE)) atomicAdd(sh + len, 1u);
+            else put_record(rec, j, node_key(ent, g, t, n), pack_a(len, len * r, len * r * r),
                        pack_b(run_sx(c, len), mom ? run_sq(c, len) : 0u),
                        pack_box(c, c + len - 1, r, r));
         }
@@ -219,11 +231,24 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
             if (s >= rec.slots) continue;
             const u32 r = (e >> 10) & 31u;
             const u32* q = acc + s;
-            put_record(rec, j, node_key(ent, g, t, n), pack_a(q[0], q[S], q[2 * S]),
+            u32 jj = j;
+            if (direct && !(e & EDGE)) {
+                if (q[0] <= HIST_CAP) {
+                    atomicAdd(sh + q[0], 1u);
+                    continue;
+                }
+                jj = atomicAdd(rec.count, 1u);
+            }
+            put_record(rec, jj, node_key(ent, g, t, n), pack_a(q[0], q[S], q[2 * S]),
                        pack_b(q[3 * S], (u64)q[4 * S] + ((u64)q[5 * S] << 16)),
                        pack_box(q[6 * S], q[7 * S], r, q[8 * S]));
         }
         __syncthreads();
+    }
+    if (direct) {
+        __syncthreads();
+        for (u32 i = threadIdx.x; i <= HIST_CAP; i += BR_THREADS)
+            if (sh[i]) atomicAdd(rec.hist + i, sh[i]);
     }
 #undef IS_MULTI
 }

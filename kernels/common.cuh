@@ -23,6 +23,10 @@ typedef unsigned long long u64;
 // Marks a root's slot during canonical numbering: FLAG | label - 1.
 #define FLAG 0x80000000u
 
+// Exact sizes of the size counts' histogram (analysis.cu's ana_hist and ana_hist_records, bit
+// runs' direct counts in br_records; src/cuda/analysis.rs: HIST_CAP); larger ones are listed.
+#define HIST_CAP 1024
+
 #ifndef ALL_SITES
 #define ALL_SITES 0
 #endif

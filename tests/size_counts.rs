@@ -14,7 +14,9 @@ use clusterlab::{
 use common::{
     checkerboard, granular_lattice, random_lattice, rng, segment_lattice, spiral, stripes,
 };
-use ndarray::{Array2, ArrayView2};
+use ndarray::{s, Array2, ArrayView2};
+use rand::rngs::StdRng;
+use rand::RngExt;
 use std::collections::BTreeMap;
 
 const BOUNDARIES: [Boundary; 4] = [
@@ -113,7 +115,30 @@ fn lattices() -> Vec<(String, Array2<u8>)> {
     }
     out.push(("spiral 41".into(), spiral(41)));
     out.push(("0x5".into(), Array2::zeros((0, 5))));
+    out.push(("tile-interior blobs".into(), tile_interior_blobs(&mut r)));
     out
+}
+
+/// Clusters that lie inside one GPU tile (32 rows × 1024 columns) without touching its edges,
+/// of sizes on both sides of the GPU histogram's exact range (1024): the bit-runs tile pass
+/// counts such clusters itself up to 1024 sites and records the larger ones. Two tile columns,
+/// sparse random sites in the third tile row.
+fn tile_interior_blobs(r: &mut StdRng) -> Array2<u8> {
+    let mut a = Array2::<u8>::zeros((70, 1100));
+    // 26×41 = 1066, 16×64 = 1024 and 25×41 = 1025 sites; a run of 700; a ring (many runs, 92
+    // sites); 11×93 = 1023 below them; 29×61 = 1769 in the second tile column.
+    a.slice_mut(s![2..28, 10..51]).fill(1);
+    a.slice_mut(s![2..18, 100..164]).fill(1);
+    a.slice_mut(s![2..27, 200..241]).fill(1);
+    a.slice_mut(s![29..30, 300..1000]).fill(1);
+    a.slice_mut(s![1..25, 400..424]).fill(1);
+    a.slice_mut(s![2..24, 401..423]).fill(0);
+    a.slice_mut(s![40..51, 500..593]).fill(1);
+    a.slice_mut(s![34..63, 1030..1091]).fill(1);
+    for v in a.slice_mut(s![65.., ..]).iter_mut() {
+        *v = u8::from(r.random::<f64>() < 0.3);
+    }
+    a
 }
 
 /// Compares `counts` (made by `count` with a connectivity and boundary) against the CPU table on

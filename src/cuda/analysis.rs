@@ -186,6 +186,7 @@ impl DeviceAnalysis {
         let a = root + (4 * cap) as u64;
         Records {
             count: b,
+            hist: 0,
             root,
             a,
             b: a + (8 * cap) as u64,
@@ -245,7 +246,24 @@ impl DeviceAnalysis {
             self.prepare(job, false, false)?;
         }
         self.job = Some(*job);
-        let rec = self.records(job, moments);
+        let mut rec = self.records(job, moments);
+        // Bit runs' size counts: the tile pass counts interior clusters into the histogram
+        // itself (they need no record), where its shared memory leaves room.
+        let direct_slots = if hist && bit_runs {
+            bit_runs::direct_hist_slots(rec.slots)
+        } else {
+            None
+        };
+        if hist {
+            // Before the tile pass, which may add into it.
+            self.engine
+                .gpu
+                .memset_zero(self.hist.ptr, (HIST_CAP + 2) * 4)?;
+        }
+        if let Some(slots) = direct_slots {
+            rec.slots = slots;
+            rec.hist = self.hist.ptr;
+        }
         // Without labels the forest is all the later kernels read (bit runs).
         let forest_only = labels == 0;
         let bufs = if bit_runs {
@@ -285,9 +303,10 @@ impl DeviceAnalysis {
                     &mut kernel_args![count, acc, moments],
                 )?;
             }
-            // Bit runs' size counts take the interior records' sizes straight into the
-            // histogram (ana_hist_records): only the pieces with edge records get rows.
-            let direct = u32::from(hist);
+            // Bit runs' size counts take the interior clusters' sizes straight into the
+            // histogram (the tile pass, or ana_hist_records from the records): only the pieces
+            // with edge records get rows.
+            let edges_only = u32::from(hist);
             if bit_runs {
                 // A forest-only tile pass left interior roots' slots unwritten: their ranks
                 // come from the masks.
@@ -307,7 +326,7 @@ impl DeviceAnalysis {
                         acc,
                         rec,
                         moments,
-                        direct,
+                        edges_only,
                         rb,
                         cnt,
                         chunks,
@@ -340,7 +359,6 @@ impl DeviceAnalysis {
                 )?;
             }
             if hist {
-                gpu.memset_zero(self.hist.ptr, (HIST_CAP + 2) * 4)?;
                 let (wrap_x, wrap_y) = (
                     u32::from(self.boundary.wraps_x()),
                     u32::from(self.boundary.wraps_y()),

@@ -52,6 +52,25 @@ pub(crate) fn ana_slots(max_optin: usize) -> Option<u32> {
     (slots >= ANA_MIN_SLOTS).then_some(slots as u32)
 }
 
+/// Accumulators' room (`ACC_FIELDS` = 9 words each) that a tile's size histogram of
+/// `HIST_CAP + 1` words takes after them when `br_local_ana` counts sizes (`Records::hist`).
+const HIST_SLOTS: u32 = (crate::cuda::analysis::HIST_CAP as u32 + 1).div_ceil(9);
+
+/// The accumulators left to `br_local_ana` with `slots` when it also counts sizes
+/// (`Records::hist`), or `None` when too few would remain (it then records every component).
+pub(crate) fn direct_hist_slots(slots: u32) -> Option<u32> {
+    slots
+        .checked_sub(HIST_SLOTS)
+        .filter(|&s| s as usize >= ANA_MIN_SLOTS)
+}
+
+/// Dynamic shared memory of a `br_local_ana` launch with `slots` accumulators, and the size
+/// histogram after them when it counts sizes (`Records::hist`; the slots of
+/// [`direct_hist_slots`], so that both take the module's allowance).
+pub(crate) fn ana_launch_bytes(slots: u32, hist: bool) -> usize {
+    ana_shared_bytes(slots + if hist { HIST_SLOTS } else { 0 })
+}
+
 /// Dynamic shared memory of `br_local_ana` with `slots` accumulators: `br_local`'s, the
 /// multi-run root mask, the scan scratch and the accumulators (`OFF_ACC` in `bit_runs.cu`).
 pub(crate) fn ana_shared_bytes(slots: u32) -> usize {

@@ -75,8 +75,8 @@ use crate::Result;
 
 mod layout;
 pub(crate) use layout::{
-    ana_shared_bytes, ana_slots, check_wide, kernel_shared_bytes, rank_masks, scratch,
-    shared_bytes, short_tiles, tile_h,
+    ana_launch_bytes, ana_shared_bytes, ana_slots, check_wide, direct_hist_slots,
+    kernel_shared_bytes, rank_masks, scratch, shared_bytes, short_tiles, tile_h,
 };
 use layout::{local_roots_word, tiles};
 
@@ -133,6 +133,11 @@ pub(crate) struct Records {
     pub boxes: u64,
     /// Two words: interior and edge records written.
     pub count: u64,
+    /// The size counts' histogram (`HIST_CAP + 1` words), or 0: when given, interior
+    /// components of at most `HIST_CAP` sites are counted into it instead of recorded, and
+    /// `slots` must leave room for the tile's histogram after the accumulators
+    /// ([`direct_hist_slots`]).
+    pub hist: u64,
     pub cap: u32,
     pub slots: u32,
     /// 0: sizes and boxes only, the coordinate sums of multi-run components left 0.
@@ -305,7 +310,7 @@ fn queue(
                     module.func("br_local_ana"),
                     (ntiles, 1, 1),
                     (THREADS, 1, 1),
-                    ana_shared_bytes(rec.slots) as u32,
+                    ana_launch_bytes(rec.slots, rec.hist != 0) as u32,
                     &mut kernel_args![input, labels, geo, tx, vec, mask, edge_roots, rec],
                 )?
             }

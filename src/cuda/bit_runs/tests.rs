@@ -31,6 +31,15 @@ fn analysis_shared_memory() {
     assert!(ada >= ANA_MIN_SLOTS as u32 && ana_shared_bytes(ada) <= 99 * 1024);
     assert_eq!(ana_slots(shared_bytes(false, 32)), None);
     assert_eq!(ana_slots(64 * 1024), None);
+    // Counting sizes, the histogram (HIST_CAP + 1 words) takes accumulators' room, within the
+    // same allowance, and is given up where too few accumulators would remain.
+    for slots in [h100, ada] {
+        let fewer = direct_hist_slots(slots).unwrap();
+        assert_eq!(ana_launch_bytes(fewer, true), ana_shared_bytes(slots));
+        assert!((slots - fewer) as usize * 9 >= crate::cuda::analysis::HIST_CAP + 1);
+        assert_eq!(ana_launch_bytes(slots, false), ana_shared_bytes(slots));
+    }
+    assert_eq!(direct_hist_slots(ANA_MIN_SLOTS as u32), None);
 }
 
 /// Short tiles go to lattices of fewer 32-row tiles than two per multiprocessor (2048² on a
