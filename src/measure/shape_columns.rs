@@ -103,7 +103,7 @@ impl ShapeColumns {
         }
     }
 
-    fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.size.len()
     }
 

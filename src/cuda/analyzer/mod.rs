@@ -95,6 +95,8 @@ pub struct CudaAnalyzer {
     perimeters: Option<super::perimeters::DevicePerimeters>,
     /// [`CudaAnalyzer::queue_all`] queued the perimeters too.
     all_pending: bool,
+    /// Pieces of the last table, for the next one's columns, made while the device works.
+    last_pieces: usize,
 }
 
 /// Index of edge site `(y, x)` in `ana_border`'s output.
@@ -115,6 +117,7 @@ impl CudaAnalyzer {
             seam: counts::SeamNodes::default(),
             perimeters: None,
             all_pending: false,
+            last_pieces: 0,
         })
     }
 
@@ -137,6 +140,7 @@ impl CudaAnalyzer {
             seam: counts::SeamNodes::default(),
             perimeters: None,
             all_pending: false,
+            last_pieces: 0,
         })
     }
 
@@ -421,27 +425,57 @@ impl CudaAnalyzer {
             ));
         }
         let periodic = boundary != Boundary::Open;
-        // One wait for the count and the edge sites' labels; then the rows' download (one
-        // contiguous copy into pinned memory) runs while the host joins the seams and faults in
-        // the table's columns.
         if periodic {
             self.dev.queue_border(false)?;
         }
-        let np = self.dev.count()?;
-        self.dev.queue_rows(np)?;
-        // The columns are made for every piece (a cluster has one or more): those of the
-        // pieces joined into others stay allocated, unused.
-        let (joined, columns) = if periodic {
-            let b = self.dev.border(false)?;
-            let joined = &mut self.joined;
-            let ((), columns) = rayon::join(
-                || joined.join_edges((h, w), np, connectivity, boundary, b),
-                || Columns::new(np, true),
+        // The device part's end: the count, the rows' download (one contiguous copy into
+        // pinned memory) queued, and on a torus the edge sites' pieces joined. Beside it the
+        // host faults in the table's columns: while the device still works (a table queued just
+        // before, as `analyze` does) for as many pieces as the last table's and a few more (a
+        // timestep's count is close to the one before), or, on the first table, once the count
+        // is known.
+        let (dev, joined) = (&mut self.dev, &mut self.joined);
+        let last = self.last_pieces;
+        let (np, columns) = if last > 0 {
+            let (ahead, np) = rayon::join(
+                || Columns::new(last + last / 64 + 64, true),
+                || -> Result<usize> {
+                    let np = dev.count()?;
+                    dev.queue_rows(np)?;
+                    if periodic {
+                        let b = dev.border(false)?;
+                        joined.join_edges((h, w), np, connectivity, boundary, b);
+                    }
+                    Ok(np)
+                },
             );
-            (Some(&self.joined), columns)
+            let np = np?;
+            // Columns made ahead for a table much smaller are not kept in it.
+            let fits = ahead.len() >= np && ahead.len() / 2 <= np;
+            (np, if fits { ahead } else { Columns::new(np, true) })
+        } else {
+            let np = dev.count()?;
+            dev.queue_rows(np)?;
+            let columns = if periodic {
+                let b = dev.border(false)?;
+                rayon::join(
+                    || joined.join_edges((h, w), np, connectivity, boundary, b),
+                    || Columns::new(np, true),
+                )
+                .1
+            } else {
+                Columns::new(np, true)
+            };
+            (np, columns)
+        };
+        self.last_pieces = np;
+        // (The columns are made for every piece, a cluster has one or more: those of the
+        // pieces joined into others stay allocated, unused.)
+        let joined = if periodic {
+            Some(&self.joined)
         } else {
             self.joined.map.clear();
-            (None, Columns::new(np, true))
+            None
         };
         let rows = self.dev.rows(np)?;
         let table = compose(

@@ -75,8 +75,8 @@ use crate::Result;
 
 mod layout;
 pub(crate) use layout::{
-    ana_launch_bytes, ana_shared_bytes, ana_slots, check_wide, direct_hist_slots,
-    kernel_shared_bytes, rank_masks, scratch, shared_bytes, short_tiles, tile_h,
+    ana_launch_bytes, ana_slots, check_wide, direct_hist_slots, kernel_shared_bytes, rank_masks,
+    scratch, shared_bytes, short_tiles, tile_h,
 };
 use layout::{local_roots_word, tiles};
 
