@@ -180,7 +180,7 @@ pub(super) struct SeamNodes {
 
 /// `n_s` as `(s, n_s)` in increasing `s`: the histogram's `hist[s]` (index 0 unused) and the
 /// `sizes` counted one by one (those within the histogram's range go into it).
-fn merge_counts(hist: &[u32], sizes: Vec<u64>) -> Vec<(u64, u64)> {
+pub(crate) fn merge_counts(hist: &[u32], sizes: Vec<u64>) -> Vec<(u64, u64)> {
     let mut dense: Vec<u64> = hist.iter().map(|&c| u64::from(c)).collect();
     let mut tail = Vec::with_capacity(sizes.len());
     for s in sizes {

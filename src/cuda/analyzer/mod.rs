@@ -29,7 +29,7 @@
 mod counts;
 // Measures::All tables: perimeters, hulls and filled areas on the device.
 mod full;
-pub(crate) use counts::size_counts_into;
+pub(crate) use counts::{merge_counts, size_counts_into};
 
 use super::analysis::{DeviceAnalysis, PieceRow, BORDER_WORDS, HIST_CAP};
 use crate::core::lattice::{check_size, Input};

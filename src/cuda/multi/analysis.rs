@@ -5,14 +5,14 @@ use super::layout::{self, Split, Strip};
 use super::{all_devices, check_devices, StripInfo};
 use crate::core::lattice::check_size;
 use crate::core::size_counts::{PercolatingCluster, SizeCounts};
-use crate::cuda::analyzer::{edge_index, CudaAnalyzer};
+use crate::cuda::analysis::HIST_CAP;
+use crate::cuda::analyzer::{edge_index, merge_counts, CudaAnalyzer};
 use crate::measure::compose::{Builder, Sums};
 use crate::measure::moments::Moments;
 use crate::measure::wrapping::Joined;
 use crate::measure::Measures;
 use crate::{Boundary, ClusterTable, Connectivity, Error, Result, SiteValue};
 use ndarray::{s, ArrayView2};
-use std::collections::BTreeMap;
 use std::time::Instant;
 
 /// One strip's pieces: their moments (piece `i + 1` at `i`) and the piece of each edge site.
@@ -219,14 +219,12 @@ impl MultiGpuAnalyzer {
     /// As [`MultiGpuAnalyzer::analyze`].
     pub fn size_counts<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<SizeCounts> {
         let table = self.analyze(lattice)?;
-        let mut counts: BTreeMap<u64, u64> = BTreeMap::new();
         let mut out = SizeCounts {
             shape: lattice.dim(),
             ..SizeCounts::default()
         };
         for i in 0..table.count() {
             let size = table.size[i];
-            *counts.entry(size).or_insert(0) += 1;
             let p = PercolatingCluster {
                 size,
                 wraps_x: table.wraps_x[i],
@@ -238,7 +236,8 @@ impl MultiGpuAnalyzer {
                 out.percolating.push(p);
             }
         }
-        out.counts = counts.into_iter().collect();
+        // The sizes through one device's histogram range, the larger ones sorted.
+        out.counts = merge_counts(&[0; HIST_CAP + 1], table.size.to_vec());
         out.percolating.sort_unstable();
         Ok(out)
     }
