@@ -512,6 +512,40 @@ mod tests {
         j
     }
 
+    /// A parallel join of enough pieces to take rayon's threads (`PAR_PIECES`) numbers them as
+    /// the serial one: a 300 × 500 torus whose edge sites hold pieces spread over 2^19 + 7, in
+    /// runs along the edges as real pieces are, every connectivity and boundary.
+    #[test]
+    fn parallel_join_of_many_pieces_is_the_serial_one() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand::rngs::StdRng::seed_from_u64(11);
+        let (h, w) = (300, 500);
+        let npieces = PAR_PIECES + 7;
+        for c in [Connectivity::Four, Connectivity::Eight] {
+            for b in [Boundary::Periodic, Boundary::PeriodicX, Boundary::PeriodicY] {
+                let mut edge = vec![0u32; 2 * (h + w)];
+                let mut piece = 0;
+                for e in edge.iter_mut() {
+                    if rng.random::<f64>() < 0.3 {
+                        piece = rng.random_range(1..=npieces as u32);
+                    }
+                    *e = if rng.random::<f64>() < 0.4 { 0 } else { piece };
+                }
+                let mut serial = Joined::default();
+                serial.join_edges((h, w), npieces, c, b, &edge);
+                let mut par = Joined::parallel();
+                par.join_edges((h, w), npieces, c, b, &edge);
+                let what = format!("{c:?} {b:?}");
+                assert!(serial.count < npieces, "{what}: some pieces join");
+                assert_eq!(par.count, serial.count, "{what}");
+                assert_eq!(par.map, serial.map, "{what}");
+                assert_eq!(par.shift, serial.shift, "{what}");
+                assert_eq!(par.wraps, serial.wraps, "{what}");
+                assert_eq!(par.merged, serial.merged, "{what}");
+            }
+        }
+    }
+
     /// `join_edges` reads the edge lines directly; the generic join visits the same links
     /// through `for_each_wrap_link`. Both must give the same clusters, shifts and flags, on
     /// lattices down to one site wide (where a link and its twin are two links) and on pieces
