@@ -93,7 +93,8 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
     u32* acc = sm + OFF_ACC;
     const u32 S = rec.slots;
     const bool mom = rec.moments != 0;
-    // The size counts' histogram, after the accumulators (the host leaves room: ana_hist_slots).
+    // The size counts' histogram, after the accumulators (the host leaves room:
+    // src/cuda/bit_runs/layout.rs, direct_hist_slots).
     const bool direct = rec.hist != nullptr;
     u32* sh = acc + ACC_FIELDS * S;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;

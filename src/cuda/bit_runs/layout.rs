@@ -39,7 +39,7 @@ pub(crate) fn shared_bytes(segments: bool, th: usize) -> usize {
 /// 228 KB (H100, H200) with room to spare.
 pub(super) const ANA_SHARED_TARGET: usize = 110 * 1024;
 /// Bytes per shared-memory accumulator of `br_local_ana` (`ACC_FIELDS` words).
-const ANA_SLOT_BYTES: usize = 36;
+pub(super) const ANA_SLOT_BYTES: usize = 36;
 /// Fewest accumulators worth running `br_local_ana` with (below, block union-find analyses).
 pub(super) const ANA_MIN_SLOTS: usize = 64;
 
@@ -52,9 +52,9 @@ pub(crate) fn ana_slots(max_optin: usize) -> Option<u32> {
     (slots >= ANA_MIN_SLOTS).then_some(slots as u32)
 }
 
-/// Accumulators' room (`ACC_FIELDS` = 9 words each) that a tile's size histogram of
-/// `HIST_CAP + 1` words takes after them when `br_local_ana` counts sizes (`Records::hist`).
-const HIST_SLOTS: u32 = (crate::cuda::analysis::HIST_CAP as u32 + 1).div_ceil(9);
+/// Accumulators' room that a tile's size histogram of `HIST_CAP + 1` words takes after them
+/// when `br_local_ana` counts sizes (`Records::hist`).
+const HIST_SLOTS: u32 = ((crate::cuda::analysis::HIST_CAP + 1) * 4).div_ceil(ANA_SLOT_BYTES) as u32;
 
 /// The accumulators left to `br_local_ana` with `slots` when it also counts sizes
 /// (`Records::hist`), or `None` when too few would remain (it then records every component).

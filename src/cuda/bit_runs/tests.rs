@@ -36,7 +36,9 @@ fn analysis_shared_memory() {
     for slots in [h100, ada] {
         let fewer = direct_hist_slots(slots).unwrap();
         assert_eq!(ana_launch_bytes(fewer, true), ana_shared_bytes(slots));
-        assert!((slots - fewer) as usize * 9 > crate::cuda::analysis::HIST_CAP);
+        assert!(
+            (slots - fewer) as usize * ANA_SLOT_BYTES >= (crate::cuda::analysis::HIST_CAP + 1) * 4
+        );
         assert_eq!(ana_launch_bytes(slots, false), ana_shared_bytes(slots));
     }
     assert_eq!(direct_hist_slots(ANA_MIN_SLOTS as u32), None);
