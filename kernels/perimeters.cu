@@ -1,8 +1,9 @@
 // Perimeters, hulls and filled areas on the GPU, for occupancy lattices with open boundaries
 // (src/cuda/perimeters.rs). They read what analysis.cu leaves: the cluster labels L (1..=n,
 // 0 = empty) and rows of the lattice, and the region labels E (1..=m, 0 = occupied) and rows
-// of its complement labeled with the dual connectivity. Definitions: CONVENTIONS.md; the CPU's
-// passes (src/cpu/analysis) are the oracle.
+// of its complement labeled with the dual connectivity (on the bit runs path E is the
+// complement's forest, read through region_at: its labels are needed nowhere else).
+// Definitions: CONVENTIONS.md; the CPU's passes (src/cpu/analysis) are the oracle.
 //
 // The tree of holes, as the CPU's `tree_filled`: with dual connectivities the site just above a
 // node's first site (raster order) belongs to the node that encloses it; a region that touches
@@ -119,11 +120,23 @@ __device__ __forceinline__ void grouped(ParentTable& t, u32 act, u32 p, u32 cnt,
     if (!parents_add(t, p, cnt, s)) direct(p, cnt, s);
 }
 
-// `kids` must be zero. Block b takes nodes [b PM_CHUNK, (b + 1) PM_CHUNK).
+// The region (1..=m, 0: occupied) of complement site i. With `forest`, E is bit runs' forest
+// as its ranking leaves it, before br_final would turn it into labels (which the perimeters
+// need nowhere else): a site's slot holds its local root + 1, a local root's own FLAG | region
+// - 1. Otherwise E is the label image.
+__device__ __forceinline__ u32 region_at(const u32* __restrict__ E, u32 i, u32 forest) {
+    u32 v = E[i];
+    if (!forest || v == 0) return v;
+    if (!(v & FLAG)) v = E[v - 1];
+    return (v & ~FLAG) + 1;
+}
+
+// `kids` must be zero. Block b takes nodes [b PM_CHUNK, (b + 1) PM_CHUNK). `e_forest`: E is a
+// forest (region_at).
 extern "C" __global__ void __launch_bounds__(256)
 pm_nodes(const Row* __restrict__ rc, const Row* __restrict__ re, u32 n, u32 m,
          const u32* __restrict__ L, const u32* __restrict__ E, u32 h, u32 w, u32* parent,
-         u64* sub, u32* kids, u32* hole_of) {
+         u64* sub, u32* kids, u32* hole_of, u32 e_forest) {
     __shared__ ParentTable tab;
     parents_clear(tab);
     __syncthreads();
@@ -135,7 +148,7 @@ pm_nodes(const Row* __restrict__ rc, const Row* __restrict__ re, u32 n, u32 m,
             const Row& r = rc[v];
             sub[v] = r.size;
             if (r.first >= w) {
-                const u32 e = E[r.first - w] - 1;
+                const u32 e = region_at(E, r.first - w, e_forest) - 1;
                 if (!on_edge(re[e], h, w)) p = n + e;
             }
             parent[v] = p;
@@ -211,9 +224,9 @@ __device__ __forceinline__ u32 label_at(const u32* __restrict__ L, u32 h, u32 w,
 // The cluster whose hole holds empty site (y, x) (0: none, or the site is occupied or beyond
 // the lattice): one gather per site as it enters the window, not one per (site, cluster) pair.
 __device__ __forceinline__ u32 hole_at(const u32* __restrict__ E, const u32* __restrict__ hole_of,
-                                       u32 h, u32 w, u32 y, u32 x) {
+                                       u32 h, u32 w, u32 y, u32 x, u32 e_forest) {
     if (y >= h || x >= w) return 0;
-    const u32 e = E[y * w + x];
+    const u32 e = region_at(E, y * w + x, e_forest);
     return e ? hole_of[e - 1] : 0u;
 }
 
@@ -261,7 +274,7 @@ __device__ __forceinline__ void add_tile(PmTable& tab, PerimRow* out, u32 c, u32
 // rather than three per row and warp. `out` must be zero.
 extern "C" __global__ void __launch_bounds__(256)
 pm_sites(const u32* __restrict__ L, const u32* __restrict__ E, const u32* __restrict__ hole_of,
-         u32 h, u32 w, PerimRow* out) {
+         u32 h, u32 w, PerimRow* out, u32 e_forest) {
     // The labeling's neighbours (offsets from a site, raster order); the same list orders an
     // empty site's slots.
 #if CONN8
@@ -289,11 +302,11 @@ pm_sites(const u32* __restrict__ L, const u32* __restrict__ E, const u32* __rest
         u32 r[5], q[3];
 #pragma unroll
         for (int k = 0; k < 4; k++) r[k] = label_at(L, h, w, ys + k - 2, x);
-        q[0] = hole_at(E, hole_of, h, w, ys - 1, x);
-        q[1] = hole_at(E, hole_of, h, w, ys, x);
+        q[0] = hole_at(E, hole_of, h, w, ys - 1, x, e_forest);
+        q[1] = hole_at(E, hole_of, h, w, ys, x, e_forest);
         for (u32 y = ys; y < yend; y++) {
             r[4] = label_at(L, h, w, y + 2, x);
-            q[2] = hole_at(E, hole_of, h, w, y + 1, x);
+            q[2] = hole_at(E, hole_of, h, w, y + 1, x, e_forest);
             // v[dy + 2][dx + 2]: the label at offset (dx, dy) from this lane's site (4-conn
             // needs |dx| + |dy| <= 2 only); o[dy + 1][dx + 1] the hole's cluster there.
             u32 v[5][5], o[3][3];

@@ -75,6 +75,10 @@ pub(crate) struct DeviceAnalysis {
     /// Host lattices are staged here.
     pub input: DevBuf,
     pub labels: DevBuf,
+    /// Bit runs: leave the forest in `labels` as the ranking leaves it (a site's slot holds its
+    /// local root + 1, a local root's own `FLAG | piece − 1`) instead of turning it into labels
+    /// with `br_final`, for a reader that follows it itself (the perimeters' complement).
+    pub forest_labels: bool,
     /// The pieces' rows ([`PieceRow`]).
     acc: DevBuf,
     /// The rows downloaded: row `p` is piece `p`'s (row 0 unused).
@@ -113,6 +117,7 @@ impl DeviceAnalysis {
         DeviceAnalysis {
             input: DevBuf::new(&gpu),
             labels: DevBuf::new(&gpu),
+            forest_labels: false,
             acc: DevBuf::new(&gpu),
             rows_host: PinnedBuf::new(&gpu.ctx),
             rows_len: 0,
@@ -397,11 +402,17 @@ impl DeviceAnalysis {
                 }
             }
         }
-        if bit_runs && labels != 0 {
+        if bit_runs && labels != 0 && !self.forest_labels {
             // Last: the finds above read the forest that this overwrites with the labels.
             bit_runs::final_pass(gpu, module, job, &bufs)?;
         }
         Ok(())
+    }
+
+    /// Whether the last queued run left bit runs' forest in `labels` rather than labels
+    /// ([`DeviceAnalysis::forest_labels`]).
+    pub(crate) fn labels_are_forest(&self) -> bool {
+        self.forest_labels && self.job.is_some_and(|j| j.family == Family::BitRuns)
     }
 
     /// The device address of the pieces' rows ([`PieceRow`], piece `p` at index `p − 1`).

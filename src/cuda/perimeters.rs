@@ -67,13 +67,19 @@ impl DevicePerimeters {
     /// [`Error::Cuda`] when the driver fails.
     pub(crate) fn new(stream: Arc<CudaStream>, connectivity: Connectivity) -> Result<Self> {
         let gpu = Gpu::with_stream(stream)?;
+        let (perim, nodes, hole_of) = (DevBuf::new(&gpu), DevBuf::new(&gpu), DevBuf::new(&gpu));
+        let (perim_host, filled_host) = (PinnedBuf::new(&gpu.ctx), PinnedBuf::new(&gpu.ctx));
+        let mut dual = DeviceAnalysis::with_gpu(gpu, connectivity.dual(), crate::Boundary::Open);
+        // The complement's labels are read by the perimeter kernels alone, which follow its
+        // forest (no br_final for it).
+        dual.forest_labels = true;
         Ok(DevicePerimeters {
-            perim: DevBuf::new(&gpu),
-            nodes: DevBuf::new(&gpu),
-            hole_of: DevBuf::new(&gpu),
-            perim_host: PinnedBuf::new(&gpu.ctx),
-            filled_host: PinnedBuf::new(&gpu.ctx),
-            dual: DeviceAnalysis::with_gpu(gpu, connectivity.dual(), crate::Boundary::Open),
+            perim,
+            nodes,
+            hole_of,
+            perim_host,
+            filled_host,
+            dual,
             conn8: connectivity == Connectivity::Eight,
             queued: None,
             nodes_cap: 0,
@@ -154,6 +160,7 @@ impl DevicePerimeters {
             self.perim.ptr,
         );
         let (n32, m32, total) = (n as u32, m as u32, nodes as u32);
+        let e_forest = u32::from(self.dual.labels_are_forest());
         let chunks = total.div_ceil(PM_CHUNK);
         if n > 0 {
             gpu.memset_zero(perim, n * std::mem::size_of::<PerimRow>())?;
@@ -166,7 +173,8 @@ impl DevicePerimeters {
                     (chunks, 1, 1),
                     (256, 1, 1),
                     &mut kernel_args![
-                        rc, re, n32, m32, labels, empties, h32, w32, parent, sub, kids, hole_of
+                        rc, re, n32, m32, labels, empties, h32, w32, parent, sub, kids, hole_of,
+                        e_forest
                     ],
                 )?;
                 gpu.launch(
@@ -183,7 +191,7 @@ impl DevicePerimeters {
                         1,
                     ),
                     (32, 8, 1),
-                    &mut kernel_args![labels, empties, hole_of, h32, w32, perim],
+                    &mut kernel_args![labels, empties, hole_of, h32, w32, perim, e_forest],
                 )?;
             }
         }
