@@ -2,7 +2,7 @@
 // (src/cuda/perimeters.rs). They read what analysis.cu leaves: the cluster labels L (1..=n,
 // 0 = empty) and rows of the lattice, and the region labels E (1..=m, 0 = occupied) and rows
 // of its complement labeled with the dual connectivity (on the bit runs path E is the
-// complement's forest, read through region_at: its labels are needed nowhere else).
+// complement's forest, and L the lattice's when no labels are wanted, read through piece_at).
 // Definitions: CONVENTIONS.md; the CPU's passes (src/cpu/analysis) are the oracle.
 //
 // The tree of holes, as the CPU's `tree_filled`: with dual connectivities the site just above a
@@ -120,23 +120,22 @@ __device__ __forceinline__ void grouped(ParentTable& t, u32 act, u32 p, u32 cnt,
     if (!parents_add(t, p, cnt, s)) direct(p, cnt, s);
 }
 
-// The region (1..=m, 0: occupied) of complement site i. With `forest`, E is bit runs' forest
-// as its ranking leaves it, before br_final would turn it into labels (which the perimeters
-// need nowhere else): a site's slot holds its local root + 1, a local root's own FLAG | region
-// - 1. Otherwise E is the label image.
-__device__ __forceinline__ u32 region_at(const u32* __restrict__ E, u32 i, u32 forest) {
-    u32 v = E[i];
+// The label (1.., 0: not in a piece) of site i of A. With `forest`, A is bit runs' forest as
+// its ranking leaves it, before br_final would turn it into labels: a site's slot holds its
+// local root + 1, a local root's own FLAG | label - 1. Otherwise A is the label image.
+__device__ __forceinline__ u32 piece_at(const u32* __restrict__ A, u32 i, u32 forest) {
+    u32 v = A[i];
     if (!forest || v == 0) return v;
-    if (!(v & FLAG)) v = E[v - 1];
+    if (!(v & FLAG)) v = A[v - 1];
     return (v & ~FLAG) + 1;
 }
 
-// `kids` must be zero. Block b takes nodes [b PM_CHUNK, (b + 1) PM_CHUNK). `e_forest`: E is a
-// forest (region_at).
+// `kids` must be zero. Block b takes nodes [b PM_CHUNK, (b + 1) PM_CHUNK). `l_forest`,
+// `e_forest`: L, E are forests (piece_at).
 extern "C" __global__ void __launch_bounds__(256)
 pm_nodes(const Row* __restrict__ rc, const Row* __restrict__ re, u32 n, u32 m,
          const u32* __restrict__ L, const u32* __restrict__ E, u32 h, u32 w, u32* parent,
-         u64* sub, u32* kids, u32* hole_of, u32 e_forest) {
+         u64* sub, u32* kids, u32* hole_of, u32 l_forest, u32 e_forest) {
     __shared__ ParentTable tab;
     parents_clear(tab);
     __syncthreads();
@@ -148,7 +147,7 @@ pm_nodes(const Row* __restrict__ rc, const Row* __restrict__ re, u32 n, u32 m,
             const Row& r = rc[v];
             sub[v] = r.size;
             if (r.first >= w) {
-                const u32 e = region_at(E, r.first - w, e_forest) - 1;
+                const u32 e = piece_at(E, r.first - w, e_forest) - 1;
                 if (!on_edge(re[e], h, w)) p = n + e;
             }
             parent[v] = p;
@@ -157,7 +156,7 @@ pm_nodes(const Row* __restrict__ rc, const Row* __restrict__ re, u32 n, u32 m,
             sub[v] = r.size;
             u32 hole = 0;
             if (!on_edge(r, h, w)) {
-                hole = L[r.first - w];
+                hole = piece_at(L, r.first - w, l_forest);
                 p = hole - 1;
             }
             hole_of[v - n] = hole;
@@ -217,8 +216,9 @@ pm_filled(const u32* __restrict__ parent, const u32* __restrict__ kids, u64* sub
 }
 
 // The label at (y, x), OUT beyond the lattice (coordinates wrap below 0 to large values).
-__device__ __forceinline__ u32 label_at(const u32* __restrict__ L, u32 h, u32 w, u32 y, u32 x) {
-    return (y < h && x < w) ? L[y * w + x] : OUT;
+__device__ __forceinline__ u32 label_at(const u32* __restrict__ L, u32 h, u32 w, u32 y, u32 x,
+                                        u32 l_forest) {
+    return (y < h && x < w) ? piece_at(L, y * w + x, l_forest) : OUT;
 }
 
 // The cluster whose hole holds empty site (y, x) (0: none, or the site is occupied or beyond
@@ -226,7 +226,7 @@ __device__ __forceinline__ u32 label_at(const u32* __restrict__ L, u32 h, u32 w,
 __device__ __forceinline__ u32 hole_at(const u32* __restrict__ E, const u32* __restrict__ hole_of,
                                        u32 h, u32 w, u32 y, u32 x, u32 e_forest) {
     if (y >= h || x >= w) return 0;
-    const u32 e = region_at(E, y * w + x, e_forest);
+    const u32 e = piece_at(E, y * w + x, e_forest);
     return e ? hole_of[e - 1] : 0u;
 }
 
@@ -274,7 +274,7 @@ __device__ __forceinline__ void add_tile(PmTable& tab, PerimRow* out, u32 c, u32
 // rather than three per row and warp. `out` must be zero.
 extern "C" __global__ void __launch_bounds__(256)
 pm_sites(const u32* __restrict__ L, const u32* __restrict__ E, const u32* __restrict__ hole_of,
-         u32 h, u32 w, PerimRow* out, u32 e_forest) {
+         u32 h, u32 w, PerimRow* out, u32 l_forest, u32 e_forest) {
     // The labeling's neighbours (offsets from a site, raster order); the same list orders an
     // empty site's slots.
 #if CONN8
@@ -301,11 +301,11 @@ pm_sites(const u32* __restrict__ L, const u32* __restrict__ E, const u32* __rest
         // This lane's column: labels in rows y - 2 ..= y + 2, holes in rows y - 1 ..= y + 1.
         u32 r[5], q[3];
 #pragma unroll
-        for (int k = 0; k < 4; k++) r[k] = label_at(L, h, w, ys + k - 2, x);
+        for (int k = 0; k < 4; k++) r[k] = label_at(L, h, w, ys + k - 2, x, l_forest);
         q[0] = hole_at(E, hole_of, h, w, ys - 1, x, e_forest);
         q[1] = hole_at(E, hole_of, h, w, ys, x, e_forest);
         for (u32 y = ys; y < yend; y++) {
-            r[4] = label_at(L, h, w, y + 2, x);
+            r[4] = label_at(L, h, w, y + 2, x, l_forest);
             q[2] = hole_at(E, hole_of, h, w, y + 1, x, e_forest);
             // v[dy + 2][dx + 2]: the label at offset (dx, dy) from this lane's site (4-conn
             // needs |dx| + |dy| <= 2 only); o[dy + 1][dx + 1] the hole's cluster there.

@@ -98,7 +98,8 @@ impl DevicePerimeters {
     }
 
     /// Queues everything after `main`'s analysis of a `h × w` lattice of `site`s at `input`
-    /// (queued with its label image); waits once for the two piece counts.
+    /// (queued with its label image, or its forest where `l_forest`:
+    /// [`DeviceAnalysis::labels_are_forest`]); waits once for the two piece counts.
     ///
     /// # Errors
     /// [`Error::OutOfDeviceMemory`], [`Error::KernelCompile`], [`Error::Cuda`].
@@ -108,6 +109,7 @@ impl DevicePerimeters {
         site: SiteType,
         input: u64,
         (h, w): (usize, usize),
+        l_forest: bool,
     ) -> Result<()> {
         self.queued = None;
         let sites = h * w;
@@ -160,7 +162,10 @@ impl DevicePerimeters {
             self.perim.ptr,
         );
         let (n32, m32, total) = (n as u32, m as u32, nodes as u32);
-        let e_forest = u32::from(self.dual.labels_are_forest());
+        let (l_forest, e_forest) = (
+            u32::from(l_forest),
+            u32::from(self.dual.labels_are_forest()),
+        );
         let chunks = total.div_ceil(PM_CHUNK);
         if n > 0 {
             gpu.memset_zero(perim, n * std::mem::size_of::<PerimRow>())?;
@@ -174,7 +179,7 @@ impl DevicePerimeters {
                     (256, 1, 1),
                     &mut kernel_args![
                         rc, re, n32, m32, labels, empties, h32, w32, parent, sub, kids, hole_of,
-                        e_forest
+                        l_forest, e_forest
                     ],
                 )?;
                 gpu.launch(
@@ -191,7 +196,9 @@ impl DevicePerimeters {
                         1,
                     ),
                     (32, 8, 1),
-                    &mut kernel_args![labels, empties, hole_of, h32, w32, perim, e_forest],
+                    &mut kernel_args![
+                        labels, empties, hole_of, h32, w32, perim, l_forest, e_forest
+                    ],
                 )?;
             }
         }

@@ -57,10 +57,18 @@ impl CudaAnalyzer {
         width: usize,
     ) -> Result<()> {
         let ptr = self.device_input(input, height, width)?;
-        self.queue_all_ptr::<T>(ptr, height, width)
+        self.queue_all_ptr::<T>(ptr, height, width, false)
     }
 
-    fn queue_all_ptr<T: SiteValue>(&mut self, input: u64, h: usize, w: usize) -> Result<()> {
+    /// With `labels`, the label image is left on the device for `all` to
+    /// download; without, the perimeter kernels read the forest and no label pass runs.
+    fn queue_all_ptr<T: SiteValue>(
+        &mut self,
+        input: u64,
+        h: usize,
+        w: usize,
+        labels: bool,
+    ) -> Result<()> {
         if self.dev.boundary != Boundary::Open {
             return Err(Error::InvalidArgument(
                 "the GPU's perimeters and filled areas need open boundaries; \
@@ -69,7 +77,12 @@ impl CudaAnalyzer {
             ));
         }
         self.all_pending = false;
-        self.queue_ptr::<T>(input, h, w, Pending::Table { labels: true })?;
+        // The perimeters read the label image (or, where no labels are wanted, the forest).
+        self.dev.forest_labels = !labels;
+        let queued = self.queue_ptr::<T>(input, h, w, Pending::Table { labels: true });
+        let l_forest = self.dev.labels_are_forest();
+        self.dev.forest_labels = false;
+        queued?;
         if h * w > 0 {
             if self.perimeters.is_none() {
                 self.perimeters = Some(DevicePerimeters::new(
@@ -78,7 +91,7 @@ impl CudaAnalyzer {
                 )?);
             }
             let per = self.perimeters.as_mut().expect("made above");
-            per.queue(&mut self.dev, SiteType::of::<T>(), input, (h, w))?;
+            per.queue(&mut self.dev, SiteType::of::<T>(), input, (h, w), l_forest)?;
         }
         self.all_pending = true;
         Ok(())
@@ -148,7 +161,7 @@ impl CudaAnalyzer {
             self.upload(lattice, true)?;
         }
         let input = self.dev.input.ptr;
-        self.queue_all_ptr::<T>(input, h, w)?;
+        self.queue_all_ptr::<T>(input, h, w, want_labels)?;
         let table = self.finish_all()?;
         let labels = if want_labels {
             let flat = if h * w == 0 {
