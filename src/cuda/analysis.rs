@@ -77,7 +77,8 @@ pub(crate) struct DeviceAnalysis {
     pub labels: DevBuf,
     /// Bit runs: leave the forest in `labels` as the ranking leaves it (a site's slot holds its
     /// local root + 1, a local root's own `FLAG | piece − 1`) instead of turning it into labels
-    /// with `br_final`, for a reader that follows it itself (the perimeters' complement).
+    /// with `br_final`, for a reader that follows it itself (the perimeter kernels: always for
+    /// the complement, for the lattice when no labels are wanted).
     pub forest_labels: bool,
     /// The pieces' rows ([`PieceRow`]).
     acc: DevBuf,
