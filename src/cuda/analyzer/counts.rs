@@ -180,9 +180,10 @@ pub(super) struct SeamNodes {
 
 /// `n_s` as `(s, n_s)` in increasing `s`: the histogram's `hist[s]` (index 0 unused) and the
 /// `sizes` counted one by one (those within the histogram's range go into it).
-pub(crate) fn merge_counts(hist: &[u32], sizes: Vec<u64>) -> Vec<(u64, u64)> {
+pub(crate) fn merge_counts(hist: &[u32], sizes: impl IntoIterator<Item = u64>) -> Vec<(u64, u64)> {
     let mut dense: Vec<u64> = hist.iter().map(|&c| u64::from(c)).collect();
-    let mut tail = Vec::with_capacity(sizes.len());
+    // (Grown as needed: most sizes of a whole table fall in the histogram's range.)
+    let mut tail = Vec::new();
     for s in sizes {
         match dense.get_mut(s as usize) {
             Some(c) => *c += 1,

@@ -237,7 +237,7 @@ impl MultiGpuAnalyzer {
             }
         }
         // The sizes through one device's histogram range, the larger ones sorted.
-        out.counts = merge_counts(&[0; HIST_CAP + 1], table.size.to_vec());
+        out.counts = merge_counts(&[0; HIST_CAP + 1], table.size.iter().copied());
         out.percolating.sort_unstable();
         Ok(out)
     }
