@@ -196,8 +196,17 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
             if (heads != FULL) {
                 const u32 above = lane == 31 ? 0u : heads & (FULL << (lane + 1));
                 const u32 stretch_end = above ? __ffs(above) - 1 : 32u;
+                // Only as many rounds as the warp's longest stretch needs (most are one or two
+                // runs long where components are small).
+#if __CUDA_ARCH__ >= 800
+                const u32 longest =
+                    __reduce_max_sync(FULL, ((heads >> lane) & 1u) ? stretch_end - lane : 0u);
+#else
+                const u32 longest = 32u;
+#endif
 #pragma unroll
                 for (u32 o = 1; o < 32; o <<= 1) {
+                    if (o >= longest) break;
                     const bool take = lane + o < stretch_end;
 #pragma unroll
                     for (u32 f = 0; f < ACC_FIELDS; f++) {
