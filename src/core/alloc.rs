@@ -18,7 +18,11 @@ impl Zeroable for u64 {}
 /// Implementors must accept all-zero bytes as a valid value.
 pub(crate) unsafe trait ZeroBytes {}
 // SAFETY: plain integers and their atomics (same size and bit validity as the integer).
+unsafe impl ZeroBytes for u8 {}
+// SAFETY: as above.
 unsafe impl ZeroBytes for u32 {}
+// SAFETY: as above.
+unsafe impl ZeroBytes for [i32; 2] {}
 // SAFETY: as above.
 unsafe impl ZeroBytes for u64 {}
 // SAFETY: as above.

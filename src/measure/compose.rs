@@ -213,18 +213,24 @@ pub(crate) fn compose<P: Pieces + ?Sized>(
         one(roots[i] as usize, j.wraps[i + 1])
     });
     // Clusters of several pieces: every piece that is not a root, grouped by cluster.
-    let mut extra: Vec<(u32, u32)> = j.merged.iter().map(|&p| (j.map[p as usize], p)).collect();
+    // (Indices into `j.merged`, whose clusters and shifts `j.merged_map` and `j.merged_shift`
+    // hold: a join may leave the per-piece maps unfilled.)
+    let mut extra: Vec<(u32, u32)> = (j.merged_map.iter().enumerate())
+        .map(|(i, &c)| (c, i as u32))
+        .collect();
     extra.sort_unstable();
     for group in extra.chunk_by(|a, b| a.0 == b.0) {
         let cl = group[0].0 as usize;
         let wraps = j.wraps[cl];
         let mut s = NO_SUMS;
         let root = roots[cl - 1] as usize;
-        s.add(&pieces.moments(root), j.shift[root], wraps, shape);
-        for &(_, p) in group {
+        // A root's shift is zero: shifts are relative to the root.
+        s.add(&pieces.moments(root), [0, 0], wraps, shape);
+        for &(_, i) in group {
+            let i = i as usize;
             s.add(
-                &pieces.moments(p as usize),
-                j.shift[p as usize],
+                &pieces.moments(j.merged[i] as usize),
+                j.merged_shift[i],
                 wraps,
                 shape,
             );

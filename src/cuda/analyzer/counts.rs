@@ -99,7 +99,7 @@ impl CudaAnalyzer {
             }
             let k = info.len() - 1;
             self.joined
-                .join_edges((h, w), k, self.dev.connectivity, boundary, node_of);
+                .join_edges((h, w), k, self.dev.connectivity, boundary, node_of, true);
             let n = self.joined.count;
             let mut merged = vec![(0u64, u32::MAX, 0u32, u32::MAX, 0u32); n + 1];
             for (i, inf) in self.seam.info.iter().enumerate().skip(1) {

@@ -252,6 +252,8 @@ impl CudaAnalyzer {
             self.dev.labels(n)?
         };
         if self.dev.boundary != Boundary::Open && n > 0 {
+            // (The table's join leaves the per-piece map to those who need it.)
+            self.joined.fill_map();
             let map = &self.joined.map;
             flat.par_chunks_mut(w.max(1)).for_each(|row| {
                 for v in row {
@@ -444,7 +446,7 @@ impl CudaAnalyzer {
                     dev.queue_rows(np)?;
                     if periodic {
                         let b = dev.border(false)?;
-                        joined.join_edges((h, w), np, connectivity, boundary, b);
+                        joined.join_edges((h, w), np, connectivity, boundary, b, false);
                     }
                     Ok(np)
                 },
@@ -459,7 +461,7 @@ impl CudaAnalyzer {
             let columns = if periodic {
                 let b = dev.border(false)?;
                 rayon::join(
-                    || joined.join_edges((h, w), np, connectivity, boundary, b),
+                    || joined.join_edges((h, w), np, connectivity, boundary, b, false),
                     || Columns::new(np, true),
                 )
                 .1

@@ -35,12 +35,24 @@ pub(crate) struct Joined {
     /// The pieces that are not their cluster's root (joined to a smaller piece across an edge
     /// or a seam), in increasing order: the only pieces that do not start a cluster.
     pub merged: Vec<u32>,
+    /// `merged_map[i]` and `merged_shift[i]`: the cluster and the shift of `merged[i]`, filled
+    /// by every join (a join without dense maps fills only these; a root's shift is zero).
+    pub merged_map: Vec<u32>,
+    pub merged_shift: Vec<[i32; 2]>,
     /// Number the pieces with rayon's threads (callers that run in their own pool and may
     /// allocate; the per-timestep counts join serially and allocate nothing once warm).
     pub parallel: bool,
+    /// The pieces of the last join.
+    pieces: usize,
+    /// The union-find over the pieces a join links: `parent`, `offset` and `flags` of piece `p`
+    /// hold this join's values only where `stamp[p] == stamp_now` (else `p` is a root of its
+    /// own, with no offset and no flags), so that a join touches the pieces on the edges and
+    /// not every piece of the lattice.
     parent: Vec<u32>,
     offset: Vec<[i32; 2]>,
     flags: Vec<u8>,
+    stamp: Vec<u32>,
+    stamp_now: u32,
     /// `join_edges`' scratch: the pieces of columns 0 and w − 1.
     #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     lines: Vec<u32>,
@@ -76,6 +88,20 @@ impl Joined {
         }
     }
 
+    /// Makes piece `x` a set of its own in this join if the join has not seen it yet.
+    #[inline]
+    fn meet(&mut self, x: u32) {
+        let i = x as usize;
+        if self.stamp[i] != self.stamp_now {
+            self.stamp[i] = self.stamp_now;
+            self.parent[i] = x;
+            self.offset[i] = [0, 0];
+            self.flags[i] = 0;
+        }
+    }
+
+    /// The root of `x` and `x`'s shift relative to it; `x` must have been met (a parent is
+    /// always a piece met before it).
     fn find(&mut self, x: u32) -> (u32, [i32; 2]) {
         let mut r = x;
         let mut acc = [0i32; 2];
@@ -100,6 +126,8 @@ impl Joined {
 
     /// Records the link "the shift of `b` minus the shift of `a` is `k`".
     fn link(&mut self, a: u32, b: u32, k: [i32; 2]) {
+        self.meet(a);
+        self.meet(b);
         let (ra, oa) = self.find(a);
         let (rb, ob) = self.find(b);
         if ra == rb {
@@ -155,6 +183,10 @@ impl Joined {
     /// The same join as [`Joined::join_by`], links in the same order, read straight from the
     /// edge lines (the per-link closure and site arithmetic cost several times the union-find).
     ///
+    /// With `dense` the join fills `map` and `shift` for every piece; without, it fills
+    /// only `merged_map` and `merged_shift` (and leaves `map` and `shift` empty until
+    /// [`Joined::fill_map`]), so that it costs the edges' pieces and not every piece.
+    ///
     /// # Panics
     /// When `edge` holds fewer than `2 (h + w)` entries (callers size it so).
     // Only the GPU analyzer has pieces known at the edges alone.
@@ -166,6 +198,7 @@ impl Joined {
         connectivity: Connectivity,
         boundary: Boundary,
         edge: &[u32],
+        dense: bool,
     ) {
         self.begin(npieces, &[]);
         let (wy, wx) = (boundary.wraps_y(), boundary.wraps_x());
@@ -205,7 +238,7 @@ impl Joined {
             }
             self.lines = cols;
         }
-        self.number(npieces);
+        self.number(npieces, dense);
     }
 
     /// Links `a[i]` to `b[i]` with shift `k` where both are pieces (not 0). A link equal to
@@ -229,7 +262,8 @@ impl Joined {
     /// Whether piece `p` is its cluster's union-find root: its smallest piece, whose first site
     /// is the cluster's and whose shift is zero.
     pub(crate) fn is_root(&self, p: u32) -> bool {
-        self.parent[p as usize] == p
+        let i = p as usize;
+        self.stamp[i] != self.stamp_now || self.parent[i] == p
     }
 
     /// Makes room for `npieces` pieces, so that joins of as many allocate nothing.
@@ -245,6 +279,9 @@ impl Joined {
         room(&mut self.offset, n);
         room(&mut self.flags, n);
         room(&mut self.merged, n);
+        room(&mut self.merged_map, n);
+        room(&mut self.merged_shift, n);
+        room(&mut self.stamp, n);
         room(&mut self.losers, n);
         room(&mut self.touched, n);
     }
@@ -294,20 +331,27 @@ impl Joined {
                 }
             });
         }
-        self.number(npieces);
+        self.number(npieces, true);
     }
 
-    /// Every piece its own set, then the `seams` linked.
+    /// Every piece its own set (by a new stamp: nothing is written per piece, except where the
+    /// arrays grow), then the `seams` linked.
     fn begin(&mut self, npieces: usize, seams: &[(u32, u32)]) {
-        let (n, par) = (npieces + 1, self.parallel && npieces >= PAR_PIECES);
-        self.parent.clear();
-        if par {
-            self.parent.par_extend((0..n as u32).into_par_iter());
-        } else {
-            self.parent.extend(0..n as u32);
+        let n = npieces + 1;
+        if self.stamp.len() < n {
+            // Entries stamped 0 were never met: the stamps in use start at 1. Zeroed by the
+            // system, so that only the pages of the pieces met are ever touched.
+            use crate::core::alloc::grow_zeroed;
+            grow_zeroed(&mut self.stamp, n);
+            grow_zeroed(&mut self.parent, n);
+            grow_zeroed(&mut self.offset, n);
+            grow_zeroed(&mut self.flags, n);
         }
-        refill(&mut self.offset, n, [0, 0], par);
-        refill(&mut self.flags, n, 0, par);
+        self.stamp_now = self.stamp_now.wrapping_add(1);
+        if self.stamp_now == 0 {
+            self.stamp.fill(0);
+            self.stamp_now = 1;
+        }
         self.losers.clear();
         self.touched.clear();
         for &(a, b) in seams {
@@ -315,20 +359,61 @@ impl Joined {
         }
     }
 
-    /// Numbers the sets' roots and fills `map`, `shift`, `wraps`, `merged` and `count`.
+    /// Numbers the sets' roots and fills `merged`, `merged_map`, `merged_shift`, `wraps` and
+    /// `count`, and with `dense` `map` and `shift`.
     ///
     /// A root is its set's smallest piece, so the roots are numbered by their rank among the
     /// roots: piece `p` is root number `p − (pieces below p that are not roots)`. The pieces that
     /// are not roots are the few that `link` put under another (`losers`), so the numbering is
     /// one streaming fill, and only those pieces and the roots `link` saw need more.
-    fn number(&mut self, npieces: usize) {
-        let par = self.parallel && npieces >= PAR_PIECES;
+    fn number(&mut self, npieces: usize, dense: bool) {
+        self.pieces = npieces;
         self.merged.clear();
         self.merged.extend_from_slice(&self.losers);
         self.merged.sort_unstable();
-        let merged = &self.merged;
-        self.count = npieces - merged.len();
+        self.count = npieces - self.merged.len();
+        self.merged_map.clear();
+        self.merged_shift.clear();
+        for i in 0..self.merged.len() {
+            let (r, o) = self.find(self.merged[i]);
+            let c = self.root_number(r);
+            self.merged_map.push(c);
+            self.merged_shift.push(o);
+        }
+        self.wraps.clear();
+        self.wraps.resize(self.count + 1, 0);
+        for i in 0..self.touched.len() {
+            let r = self.touched[i];
+            if self.parent[r as usize] == r {
+                let c = self.root_number(r);
+                self.wraps[c as usize] = self.flags[r as usize];
+            }
+        }
+        if dense {
+            self.fill_map();
+            let par = self.parallel && npieces >= PAR_PIECES;
+            refill(&mut self.shift, npieces + 1, [0, 0], par);
+            for (&p, &o) in self.merged.iter().zip(&self.merged_shift) {
+                self.shift[p as usize] = o;
+            }
+        } else {
+            self.map.clear();
+            self.shift.clear();
+        }
+    }
+
+    /// The cluster of root `r`: its rank among the roots.
+    fn root_number(&self, r: u32) -> u32 {
+        r - self.merged.partition_point(|&m| m < r) as u32
+    }
+
+    /// Fills `map` for every piece of the last join (which a join without dense maps leaves
+    /// empty): a label image of pieces needs it, a table only `merged_map`.
+    pub(crate) fn fill_map(&mut self) {
+        let npieces = self.pieces;
+        let par = self.parallel && npieces >= PAR_PIECES;
         refill(&mut self.map, npieces + 1, 0, par);
+        let merged = &self.merged;
         // Roots: rank among the roots; the merged pieces are overwritten below.
         let fill = |first: usize, map: &mut [u32]| {
             let mut below = merged.partition_point(|&m| (m as usize) < first);
@@ -347,20 +432,8 @@ impl Joined {
         } else {
             fill(1, &mut self.map[1..]);
         }
-        refill(&mut self.shift, npieces + 1, [0, 0], par);
-        for i in 0..self.merged.len() {
-            let p = self.merged[i];
-            let (r, o) = self.find(p);
-            self.map[p as usize] = self.map[r as usize];
-            self.shift[p as usize] = o;
-        }
-        self.wraps.clear();
-        self.wraps.resize(self.count + 1, 0);
-        for &r in &self.touched {
-            let r = r as usize;
-            if self.parent[r] as usize == r {
-                self.wraps[self.map[r] as usize] = self.flags[r];
-            }
+        for (&p, &c) in self.merged.iter().zip(&self.merged_map) {
+            self.map[p as usize] = c;
         }
     }
 }

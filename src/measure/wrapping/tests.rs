@@ -58,6 +58,7 @@ fn numbered_by_finds(j: &Joined, npieces: usize) -> Joined {
     j.merged.clear();
     let mut n = 0;
     for p in 1..=npieces as u32 {
+        j.meet(p);
         let (r, o) = j.find(p);
         if r == p {
             n += 1;
@@ -93,9 +94,9 @@ fn parallel_join_of_many_pieces_is_the_serial_one() {
                 *e = if rng.random::<f64>() < 0.4 { 0 } else { piece };
             }
             let mut serial = Joined::default();
-            serial.join_edges((h, w), npieces, c, b, &edge);
+            serial.join_edges((h, w), npieces, c, b, &edge, true);
             let mut par = Joined::parallel();
-            par.join_edges((h, w), npieces, c, b, &edge);
+            par.join_edges((h, w), npieces, c, b, &edge, true);
             let what = format!("{c:?} {b:?}");
             assert!(serial.count < npieces, "{what}: some pieces join");
             assert_eq!(par.count, serial.count, "{what}");
@@ -127,6 +128,8 @@ fn edge_lines_join_as_the_generic_join() {
         (4, 9),
     ];
     let shapes = shapes.into_iter().chain([(17, 13), (32, 5), (6, 40)]);
+    // One join reused for every case, without dense maps: its stamps must forget each case.
+    let mut reused = Joined::default();
     for (h, w) in shapes {
         for trial in 0..40 {
             let npieces = 1 + trial % 9;
@@ -160,7 +163,7 @@ fn edge_lines_join_as_the_generic_join() {
                     let v = pieces.view();
                     want.join(v, npieces, c, b, |s, t| v[s] != 0 && v[t] != 0);
                     let mut got = Joined::default();
-                    got.join_edges((h, w), npieces, c, b, &edge);
+                    got.join_edges((h, w), npieces, c, b, &edge, true);
                     let what = format!("{h}x{w} trial {trial} {c} {b}");
                     let reference = numbered_by_finds(&got, npieces);
                     assert_eq!(got.count, reference.count, "{what}");
@@ -173,6 +176,21 @@ fn edge_lines_join_as_the_generic_join() {
                     assert_eq!(got.shift, want.shift, "{what}");
                     assert_eq!(got.wraps, want.wraps, "{what}");
                     assert_eq!(got.merged, want.merged, "{what}");
+                    // Without dense maps: the same clusters, through the merged pieces'.
+                    reused.join_edges((h, w), npieces, c, b, &edge, false);
+                    assert!(reused.map.is_empty() && reused.shift.is_empty(), "{what}");
+                    assert_eq!(reused.count, got.count, "{what}");
+                    assert_eq!(reused.wraps, got.wraps, "{what}");
+                    assert_eq!(reused.merged, got.merged, "{what}");
+                    for (i, &p) in got.merged.iter().enumerate() {
+                        assert_eq!(reused.merged_map[i], got.map[p as usize], "{what}");
+                        assert_eq!(reused.merged_shift[i], got.shift[p as usize], "{what}");
+                    }
+                    for p in 1..=npieces as u32 {
+                        assert_eq!(reused.is_root(p), !got.merged.contains(&p), "{what}");
+                    }
+                    reused.fill_map();
+                    assert_eq!(reused.map, got.map, "{what}");
                 }
             }
         }
