@@ -5,7 +5,8 @@
 //! boundaries, device and host parts apart; and through the `Analyzer`, host lattice in), for
 //! 4- and 8-connectivity, torus and open. Medians of `--reps` (20) runs after warm-up.
 //!
-//! `cargo bench --bench gpu_analysis -- [--size N] [--reps R] [--check] [--table-only] [--all-only]`
+//! `cargo bench --bench gpu_analysis -- [--size N] [--reps R] [--check] [--table-only] [--all-only]
+//! [--conn C] [--boundary B]`
 //! (`--check` compares each GPU table with the CPU's once; `--table-only` leaves out the
 //! label-image and `Measures::All` columns, the slow ones, printed as `-`; `--all-only` times
 //! raw labeling and the device's `Measures::All` only, the other medians printed as NaN).
@@ -27,7 +28,8 @@ const USAGE: &str =
   --check        compare each GPU table with the CPU's once
   --table-only   skip the label-image and Measures::All columns (printed as -)
   --all-only     time raw labeling and the device's Measures::All only (others NaN)
-  --conn C       one connectivity only (4 or 8; default both)";
+  --conn C       one connectivity only (4 or 8; default both)
+  --boundary B   one boundary only (open or periodic; default both)";
 
 fn main() -> ExitCode {
     common::report("gpu_analysis", run())
@@ -40,6 +42,7 @@ fn run() -> BenchResult<()> {
     let mut table_only = false;
     let mut all_only = false;
     let mut conns = vec![Connectivity::Four, Connectivity::Eight];
+    let mut boundaries = vec![Boundary::Periodic, Boundary::Open];
     let mut args = Args::from_env(USAGE);
     while let Some(a) = args.next_flag() {
         match a.as_str() {
@@ -53,6 +56,13 @@ fn run() -> BenchResult<()> {
                     4 => vec![Connectivity::Four],
                     8 => vec![Connectivity::Eight],
                     c => return Err(format!("--conn takes 4 or 8, not {c}").into()),
+                }
+            }
+            "--boundary" => {
+                boundaries = match args.value::<String>("--boundary").as_str() {
+                    "open" => vec![Boundary::Open],
+                    "periodic" => vec![Boundary::Periodic],
+                    b => return Err(format!("--boundary takes open or periodic, not {b}").into()),
                 }
             }
             other => args.unknown(other),
@@ -88,7 +98,7 @@ fn run() -> BenchResult<()> {
         "All wall"
     );
     for &c in &conns {
-        for b in [Boundary::Periodic, Boundary::Open] {
+        for &b in &boundaries {
             let mut gpu = CudaAnalyzer::new(0, c, b)?;
             let stream = gpu.stream().clone();
             let input = stream.clone_htod(lattice.as_slice().unwrap())?;
