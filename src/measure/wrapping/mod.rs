@@ -23,10 +23,12 @@ pub(crate) const WRAP_Y: u8 = 2;
 /// Pieces joined into periodic clusters.
 #[derive(Default, Clone)]
 pub(crate) struct Joined {
-    /// `map[piece]`: the cluster (numbered `1..=count` by smallest piece); `map[0] = 0`.
+    /// `map[piece]`: the cluster (numbered `1..=count` by smallest piece); `map[0] = 0`. Empty
+    /// after a join without dense maps ([`Joined::join_edges`]) until [`Joined::fill_map`].
     pub map: Vec<u32>,
     /// `shift[piece]`: `[sx, sy]`, the piece's copy relative to its cluster's first site, in
     /// lattice periods (a site's unwrapped position is its position plus `shift * (w, h)`).
+    /// Empty after a join without dense maps (`merged_shift` holds the nonzero ones).
     pub shift: Vec<[i32; 2]>,
     /// `wraps[cluster]`: [`WRAP_X`] | [`WRAP_Y`] bits; index 0 unused.
     pub wraps: Vec<u8>,
@@ -62,10 +64,11 @@ pub(crate) struct Joined {
     touched: Vec<u32>,
 }
 
-/// Pieces from which a parallel join sets up and numbers its per-piece arrays with rayon's
-/// threads. On the 16-core GPU machine the join of a 16384² 4-connected torus's 7.4 M pieces
-/// took 25–32 ms with one thread and 5.3–6.4 ms with rayon's, but that of 166 K pieces
-/// (8-connected) 0.46–0.72 ms against 0.86–1.10 ms: waking the threads costs more than the work.
+/// Pieces from which a parallel join fills its dense per-piece maps (`map`, `shift`) with
+/// rayon's threads. On the 16-core GPU machine, when a join still set up every piece's arrays
+/// too, that of a 16384² 4-connected torus's 7.4 M pieces took 25–32 ms with one thread and
+/// 5.3–6.4 ms with rayon's, but that of 166 K pieces (8-connected) 0.46–0.72 ms against
+/// 0.86–1.10 ms: waking the threads costs more than the work.
 const PAR_PIECES: usize = 1 << 19;
 
 /// Makes `v` `n` copies of `value`, written by rayon's threads when `par`.
