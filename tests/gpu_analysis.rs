@@ -227,6 +227,61 @@ fn torus_cases_match_the_cpu() {
     }
 }
 
+/// One table kept across lattices of growing and shrinking cluster counts, filled by
+/// `analyze_into` and `finish_table_into`, equals the CPU's each time; so does one whose columns
+/// were sliced or reversed in place (their memory is reused whatever their layout).
+#[test]
+#[ignore = "needs a CUDA device"]
+fn tables_filled_into_a_kept_table_match_the_cpu() {
+    use ndarray::s;
+    let mut gpus = Gpus(Vec::new());
+    let mut r = rng(11);
+    let mut cases = 0;
+    for c in CONNECTIVITIES {
+        for b in BOUNDARIES {
+            let mut kept = Analyzer::new(c, b)
+                .analyze(Array2::<u8>::ones((3, 3)).view())
+                .unwrap();
+            // (The empty lattice at an even index: filled by analyze_into, from the host.)
+            for (i, &(h, w)) in [
+                (65, 2049),
+                (5, 7),
+                (257, 255),
+                (100, 129),
+                (0, 3),
+                (33, 1023),
+            ]
+            .iter()
+            .enumerate()
+            {
+                for p in [0.5927, 0.2, 0.9] {
+                    let lattice = random_lattice(h, w, p, &mut r);
+                    let want = Analyzer::new(c, b)
+                        .measures(Measures::Shape)
+                        .analyze(lattice.view())
+                        .unwrap();
+                    if i % 2 == 1 && kept.size.len() > 2 {
+                        kept.size.slice_collapse(s![1..]);
+                        kept.x_min.invert_axis(ndarray::Axis(0));
+                    }
+                    let g = gpus.get(c, b);
+                    let what = format!("{h}×{w} p = {p} {c:?} {b:?}");
+                    if i % 2 == 0 {
+                        g.analyze_into(lattice.view(), &mut kept).unwrap();
+                    } else {
+                        let input = g.stream().clone_htod(lattice.as_slice().unwrap()).unwrap();
+                        g.queue_table::<u8, _>(&input, h, w).unwrap();
+                        g.finish_table_into(&mut kept).unwrap();
+                    }
+                    assert!(kept == want, "{what}: {}", first_difference(&kept, &want));
+                    cases += 1;
+                }
+            }
+        }
+    }
+    eprintln!("{cases} cases");
+}
+
 #[test]
 #[ignore = "needs a CUDA device"]
 fn analyzer_backends_give_equal_tables() {

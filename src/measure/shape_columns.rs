@@ -107,6 +107,42 @@ impl ShapeColumns {
         self.size.len()
     }
 
+    /// The columns of `table` taken for reuse (`table` is left with empty columns), at least `n`
+    /// rows long: each column's memory is kept, whatever its layout (every row is rewritten; its
+    /// pages are touched already, so a table made every timestep into the last one's memory pays
+    /// no page faults); rows beyond its length are added as zeros.
+    // Only the GPU analyzer fills a table into an earlier one.
+    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
+    pub(crate) fn reclaim(table: &mut ClusterTable, n: usize) -> ShapeColumns {
+        fn take<T: Clone + Default>(a: &mut Array1<T>, n: usize) -> Vec<T> {
+            // Every element is rewritten, so the allocation serves whatever the array's layout.
+            let (mut v, _) = std::mem::take(a).into_raw_vec_and_offset();
+            v.resize(n.max(v.len()), T::default());
+            v
+        }
+        let t = table;
+        ShapeColumns {
+            size: take(&mut t.size, n),
+            bbox: [
+                take(&mut t.x_min, n),
+                take(&mut t.x_max, n),
+                take(&mut t.y_min, n),
+                take(&mut t.y_max, n),
+            ],
+            centre: [
+                take(&mut t.centroid_x, n),
+                take(&mut t.centroid_y, n),
+                take(&mut t.gyration_radius, n),
+            ],
+            flags: [
+                take(&mut t.wraps_x, n),
+                take(&mut t.wraps_y, n),
+                take(&mut t.spans_x, n),
+                take(&mut t.spans_y, n),
+            ],
+        }
+    }
+
     /// Keeps the first `n` rows (the allocations stay: a table of a few rows fewer than made
     /// ahead keeps their bytes rather than being copied).
     fn truncate(&mut self, n: usize) {

@@ -410,6 +410,39 @@ impl CudaAnalyzer {
     /// [`Error::InvalidArgument`] when no table was queued, [`Error::Cuda`] when the kernels or
     /// the copies failed.
     pub fn finish_table(&mut self) -> Result<ClusterTable> {
+        self.finish_table_with(None)
+    }
+
+    /// As [`CudaAnalyzer::finish_table`], into `table`, whose columns' memory the new table
+    /// reuses: a loop that keeps one table across timesteps pays no page faults for its columns
+    /// (a new table's pages are faulted in afresh, the larger part of the host's work on some
+    /// machines). On an error `table` may be left with empty columns.
+    ///
+    /// # Errors
+    /// As [`CudaAnalyzer::finish_table`].
+    pub fn finish_table_into(&mut self, table: &mut ClusterTable) -> Result<()> {
+        *table = self.finish_table_with(Some(table))?;
+        Ok(())
+    }
+
+    /// [`CudaAnalyzer::analyze`] into `table` (see [`CudaAnalyzer::finish_table_into`]).
+    ///
+    /// # Errors
+    /// As [`CudaAnalyzer::analyze`].
+    pub fn analyze_into<T: SiteValue>(
+        &mut self,
+        lattice: ArrayView2<'_, T>,
+        table: &mut ClusterTable,
+    ) -> Result<()> {
+        self.upload(lattice, false)?;
+        let (h, w) = lattice.dim();
+        self.queue_ptr::<T>(self.dev.input.ptr, h, w, Pending::Table { labels: false })?;
+        self.finish_table_into(table)
+    }
+
+    /// The table of the queued analysis, into the memory of `reuse`'s columns when given, else
+    /// into columns made while the device works.
+    fn finish_table_with(&mut self, reuse: Option<&mut ClusterTable>) -> Result<ClusterTable> {
         self.take_pending(true)?;
         let job = self
             .dev
@@ -438,7 +471,15 @@ impl CudaAnalyzer {
         // is known.
         let (dev, joined) = (&mut self.dev, &mut self.joined);
         let last = self.last_pieces;
-        let (np, columns) = if last > 0 {
+        let (np, columns) = if let Some(t) = reuse {
+            let np = dev.count()?;
+            dev.queue_rows(np)?;
+            if periodic {
+                let b = dev.border(false)?;
+                joined.join_edges((h, w), np, connectivity, boundary, b, false);
+            }
+            (np, Columns::reclaim(t, np))
+        } else if last > 0 {
             let (ahead, np) = rayon::join(
                 || Columns::new(last + last / 64 + 64, true),
                 || -> Result<usize> {
