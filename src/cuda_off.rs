@@ -53,6 +53,13 @@ impl CudaAnalyzer {
     ) -> Result<(ClusterTable, Labels)> {
         match self.0 {}
     }
+    pub(crate) fn analyze_reusing<T: SiteValue>(
+        &mut self,
+        _: ArrayView2<'_, T>,
+        _: Option<&mut ClusterTable>,
+    ) -> Result<ClusterTable> {
+        match self.0 {}
+    }
     pub(crate) fn analyze_all<T: SiteValue>(
         &mut self,
         _: ArrayView2<'_, T>,

@@ -305,6 +305,12 @@ fn analyzer_backends_give_equal_tables() {
                 );
                 assert_eq!(gl.array(), wl.array());
                 assert!(gpu.analyze(lattice.view()).unwrap() == want);
+                // Into a kept table of another lattice.
+                let mut kept = cpu
+                    .analyze(lattice.slice(ndarray::s![..40, ..]).view())
+                    .unwrap();
+                gpu.analyze_into(lattice.view(), &mut kept).unwrap();
+                assert!(kept == want, "{c:?} {b:?} {measures:?}: analyze_into");
                 // Segments: GPU labels, CPU measures.
                 let mut cpu = Analyzer::new(c, b).segments(true).measures(measures);
                 let mut gpu = Analyzer::new(c, b)

@@ -316,8 +316,32 @@ impl Analyzer {
     /// [`Error::TooManySites`](crate::Error::TooManySites) beyond [`MAX_SITES`](crate::MAX_SITES) sites,
     /// [`Error::InvalidArgument`](crate::Error::InvalidArgument) for a thread count of 0 or threads that cannot be started.
     pub fn analyze<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<ClusterTable> {
+        self.analyze_reusing(lattice, None)
+    }
+
+    /// [`Analyzer::analyze`] into `table`, the last table of a loop over timesteps: the new
+    /// table's shape columns reuse the memory of `table`'s (on the CPU and on the GPU), so that
+    /// no page of them is faulted in afresh. `table` may be any earlier table, of any size. On
+    /// an error `table` may be left with empty columns.
+    ///
+    /// # Errors
+    /// As [`Analyzer::analyze`].
+    pub fn analyze_into<T: SiteValue>(
+        &mut self,
+        lattice: ArrayView2<'_, T>,
+        table: &mut ClusterTable,
+    ) -> Result<()> {
+        *table = self.analyze_reusing(lattice, Some(table))?;
+        Ok(())
+    }
+
+    fn analyze_reusing<T: SiteValue>(
+        &mut self,
+        lattice: ArrayView2<'_, T>,
+        reuse: Option<&mut ClusterTable>,
+    ) -> Result<ClusterTable> {
         if let Some(g) = self.gpu_shape() {
-            let table = g.analyze(lattice)?;
+            let table = g.analyze_reusing(lattice, reuse)?;
             self.cpu.clear_labels();
             return Ok(table);
         }
@@ -347,7 +371,7 @@ impl Analyzer {
         self.ensure_labeler()?;
         let labeler = self.labeler.as_deref_mut().expect("ensured above");
         let cpu = &mut self.cpu;
-        pool.install(|_| cpu.run(lattice, &options, measures, parallel, labeler))?
+        pool.install(|_| cpu.run(lattice, &options, measures, parallel, labeler, reuse))?
     }
 
     /// The GPU analyzer when it computes the whole [`Measures::Shape`] table.

@@ -111,8 +111,6 @@ impl ShapeColumns {
     /// rows long: each column's memory is kept, whatever its layout (every row is rewritten; its
     /// pages are touched already, so a table made every timestep into the last one's memory pays
     /// no page faults); rows beyond its length are added as zeros.
-    // Only the GPU analyzer fills a table into an earlier one.
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn reclaim(table: &mut ClusterTable, n: usize) -> ShapeColumns {
         fn take<T: Clone + Default>(a: &mut Array1<T>, n: usize) -> Vec<T> {
             // Every element is rewritten, so the allocation serves whatever the array's layout.

@@ -11,7 +11,7 @@ pub(crate) mod scan;
 use crate::core::backend::LabelBackend;
 use crate::core::lattice::{check_size, Input};
 use crate::core::options::Spec;
-use crate::measure::compose::compose;
+use crate::measure::compose::{compose, Columns};
 use crate::measure::moments::{Merge, Moments, Perimeter};
 use crate::measure::wrapping::Joined;
 use crate::measure::Measures;
@@ -90,6 +90,7 @@ impl CpuAnalysis {
         measures: Measures,
         parallel: bool,
         labeler: &mut dyn LabelBackend,
+        reuse: Option<&mut ClusterTable>,
     ) -> Result<ClusterTable> {
         let (h, w) = lattice.dim();
         check_size(h, w)?;
@@ -138,7 +139,7 @@ impl CpuAnalysis {
         };
         let strips = self.first_sites(&g, &n);
         self.pass(&g, &n, &strips);
-        let table = self.compose(&g, &n);
+        let table = self.compose(&g, &n, reuse);
         if !g.full {
             return Ok(table);
         }
@@ -393,10 +394,11 @@ impl CpuAnalysis {
         }
     }
 
-    /// 5. The pieces composed into clusters (shifted by their winding on periodic lattices).
-    fn compose(&self, g: &Run, n: &Counts) -> ClusterTable {
+    /// 5. The pieces composed into clusters (shifted by their winding on periodic lattices),
+    ///    into the columns' memory of `reuse` when given.
+    fn compose(&self, g: &Run, n: &Counts, reuse: Option<&mut ClusterTable>) -> ClusterTable {
         let mut table = compose(
-            None,
+            reuse.map(|t| Columns::reclaim(t, n.npieces)),
             (g.h, g.w),
             g.connectivity,
             g.boundary,

@@ -226,10 +226,20 @@ impl CudaAnalyzer {
     /// (or whose sums of squares could overflow 64 bits), [`Error::OutOfDeviceMemory`],
     /// [`Error::KernelCompile`], [`Error::Cuda`].
     pub fn analyze<T: SiteValue>(&mut self, lattice: ArrayView2<'_, T>) -> Result<ClusterTable> {
+        self.analyze_reusing(lattice, None)
+    }
+
+    /// [`CudaAnalyzer::analyze`], into the columns' memory of `reuse` when given (see
+    /// [`CudaAnalyzer::finish_table_into`]).
+    pub(crate) fn analyze_reusing<T: SiteValue>(
+        &mut self,
+        lattice: ArrayView2<'_, T>,
+        reuse: Option<&mut ClusterTable>,
+    ) -> Result<ClusterTable> {
         self.upload(lattice, false)?;
         let (h, w) = lattice.dim();
         self.queue_ptr::<T>(self.dev.input.ptr, h, w, Pending::Table { labels: false })?;
-        self.finish_table()
+        self.finish_table_with(reuse)
     }
 
     /// The [`Measures::Shape`] table and the labels (`1..=n` in raster order, as the CPU's) of
@@ -434,10 +444,8 @@ impl CudaAnalyzer {
         lattice: ArrayView2<'_, T>,
         table: &mut ClusterTable,
     ) -> Result<()> {
-        self.upload(lattice, false)?;
-        let (h, w) = lattice.dim();
-        self.queue_ptr::<T>(self.dev.input.ptr, h, w, Pending::Table { labels: false })?;
-        self.finish_table_into(table)
+        *table = self.analyze_reusing(lattice, Some(table))?;
+        Ok(())
     }
 
     /// The table of the queued analysis, into the memory of `reuse`'s columns when given, else
