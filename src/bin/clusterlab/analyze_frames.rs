@@ -45,24 +45,30 @@ fn analyze_frames(
 ) -> clusterlab::Result<Vec<Row>> {
     let mut rows = Vec::with_capacity(frames.len());
     let n = frames.len();
+    // The last frame's table, whose columns' memory the next one reuses (analyze_into).
+    let mut kept: Option<ClusterTable> = None;
     for (i, t) in frames.enumerate() {
         stage.set(format!("frame {t} ({} of {n})", i + 1));
         let lattice = reader.read(t)?;
         let labeled = matches!(out, Out::Hdf5(_, true));
         let start = Instant::now();
-        let (table, labels): (ClusterTable, _) = match (&lattice, labeled) {
-            (Lattice::U8(a), false) => (analyzer.analyze(a.view())?, None),
-            (Lattice::U16(a), false) => (analyzer.analyze(a.view())?, None),
-            (Lattice::U32(a), false) => (analyzer.analyze(a.view())?, None),
-            (Lattice::U8(a), true) => analyzer
-                .analyze_labeled(a.view())
-                .map(|(t, l)| (t, Some(l)))?,
-            (Lattice::U16(a), true) => analyzer
-                .analyze_labeled(a.view())
-                .map(|(t, l)| (t, Some(l)))?,
-            (Lattice::U32(a), true) => analyzer
-                .analyze_labeled(a.view())
-                .map(|(t, l)| (t, Some(l)))?,
+        let mut labels = None;
+        let table: &ClusterTable = match (&lattice, labeled, kept.as_mut()) {
+            (Lattice::U8(a), false, Some(k)) => analyzer.analyze_into(a.view(), k).map(|_| k)?,
+            (Lattice::U16(a), false, Some(k)) => analyzer.analyze_into(a.view(), k).map(|_| k)?,
+            (Lattice::U32(a), false, Some(k)) => analyzer.analyze_into(a.view(), k).map(|_| k)?,
+            (Lattice::U8(a), false, None) => kept.insert(analyzer.analyze(a.view())?),
+            (Lattice::U16(a), false, None) => kept.insert(analyzer.analyze(a.view())?),
+            (Lattice::U32(a), false, None) => kept.insert(analyzer.analyze(a.view())?),
+            (lattice, true, _) => {
+                let (table, l) = match lattice {
+                    Lattice::U8(a) => analyzer.analyze_labeled(a.view())?,
+                    Lattice::U16(a) => analyzer.analyze_labeled(a.view())?,
+                    Lattice::U32(a) => analyzer.analyze_labeled(a.view())?,
+                };
+                labels = Some(l);
+                kept.insert(table)
+            }
         };
         let time_ms = start.elapsed().as_secs_f64() * 1e3;
         match &mut out {
@@ -82,11 +88,11 @@ fn analyze_frames(
                 if let Some(labels) = &labels {
                     sink.push(labels)?;
                 }
-                sink.push_table(t, &table)?;
+                sink.push_table(t, table)?;
             }
         }
         if let Some(ns) = ns.as_deref_mut() {
-            ns.add(&table);
+            ns.add(table);
         }
         rows.push(Row {
             frame: t,
