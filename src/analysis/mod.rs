@@ -321,8 +321,9 @@ impl Analyzer {
 
     /// [`Analyzer::analyze`] into `table`, the last table of a loop over timesteps: the new
     /// table's shape columns reuse the memory of `table`'s (on the CPU and on the GPU), so that
-    /// no page of them is faulted in afresh. `table` may be any earlier table, of any size. On
-    /// an error `table` may be left with empty columns.
+    /// no page of them is faulted in afresh. `table` may be any earlier table, of any size; it
+    /// keeps the memory of the largest table it held. On an error `table` may be left with empty
+    /// columns.
     ///
     /// # Errors
     /// As [`Analyzer::analyze`].

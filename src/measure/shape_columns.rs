@@ -107,18 +107,22 @@ impl ShapeColumns {
         self.size.len()
     }
 
-    /// The columns of `table` taken for reuse (`table` is left with empty columns), at least `n`
+    /// The columns of table `t` taken for reuse (`t` is left with empty columns), at least `n`
     /// rows long: each column's memory is kept, whatever its layout (every row is rewritten; its
     /// pages are touched already, so a table made every timestep into the last one's memory pays
-    /// no page faults); rows beyond its length are added as zeros.
-    pub(crate) fn reclaim(table: &mut ClusterTable, n: usize) -> ShapeColumns {
+    /// no page faults), and keeps its capacity; rows beyond its length are added as zeros. A
+    /// column too small for `n` rows is made afresh rather than grown (a copy of rows that are
+    /// rewritten anyway).
+    pub(crate) fn reclaim(t: &mut ClusterTable, n: usize) -> ShapeColumns {
         fn take<T: Clone + Default>(a: &mut Array1<T>, n: usize) -> Vec<T> {
             // Every element is rewritten, so the allocation serves whatever the array's layout.
             let (mut v, _) = std::mem::take(a).into_raw_vec_and_offset();
+            if v.capacity() < n {
+                return vec![T::default(); n];
+            }
             v.resize(n.max(v.len()), T::default());
             v
         }
-        let t = table;
         ShapeColumns {
             size: take(&mut t.size, n),
             bbox: [

@@ -426,7 +426,8 @@ impl CudaAnalyzer {
     /// As [`CudaAnalyzer::finish_table`], into `table`, whose columns' memory the new table
     /// reuses: a loop that keeps one table across timesteps pays no page faults for its columns
     /// (a new table's pages are faulted in afresh, the larger part of the host's work on some
-    /// machines). On an error `table` may be left with empty columns.
+    /// machines). `table` keeps the memory of the largest table it held. On an error `table` may
+    /// be left with empty columns.
     ///
     /// # Errors
     /// As [`CudaAnalyzer::finish_table`].
