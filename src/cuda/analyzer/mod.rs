@@ -480,27 +480,21 @@ impl CudaAnalyzer {
         // is known.
         let (dev, joined) = (&mut self.dev, &mut self.joined);
         let last = self.last_pieces;
-        let (np, columns) = if let Some(t) = reuse {
+        // The count, the rows' download queued, the torus's join.
+        let mut settle = || -> Result<usize> {
             let np = dev.count()?;
             dev.queue_rows(np)?;
             if periodic {
                 let b = dev.border(false)?;
                 joined.join_edges((h, w), np, connectivity, boundary, b, false);
             }
+            Ok(np)
+        };
+        let (np, columns) = if let Some(t) = reuse {
+            let np = settle()?;
             (np, Columns::reclaim(t, np))
         } else if last > 0 {
-            let (ahead, np) = rayon::join(
-                || Columns::new(last + last / 64 + 64, true),
-                || -> Result<usize> {
-                    let np = dev.count()?;
-                    dev.queue_rows(np)?;
-                    if periodic {
-                        let b = dev.border(false)?;
-                        joined.join_edges((h, w), np, connectivity, boundary, b, false);
-                    }
-                    Ok(np)
-                },
-            );
+            let (ahead, np) = rayon::join(|| Columns::new(last + last / 64 + 64, true), settle);
             let np = np?;
             // Columns made ahead for a table much smaller are not kept in it.
             let fits = ahead.len() >= np && ahead.len() / 2 <= np;
