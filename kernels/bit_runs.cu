@@ -47,6 +47,17 @@
 //              local root's slot holds; a local root's slot may already hold its own final
 //              rank + 1 (written by its own thread), and both forms give the same label.
 //
+// Write-once labeling (vec bit 3; 32-bit labelings of tall tiles: src/cuda/bit_runs/layout.rs,
+// write_once). br_local writes only the forest, as the analysis without labels does, and RT: per
+// tile its rows' first nodes and each node's local root as a tile position (a u16 a run, a
+// quarter of a byte a site at p_c), and counts its interior components (raw). The seams, the
+// flatten and the ranking run as above (raw: br_flatten leaves in ER only the global roots, which
+// br_count_roots counts). br_write then writes every label once, a warp a tile row: its runs from
+// the lattice, their local roots from RT, their labels from the roots' slots, every site from
+// its run's. Per site (u8 lattice, ≈ 0.24 runs a site at p_c) the two passes move about
+// 1 + 0.5 + 1 + 0.5 + 4 bytes, against 1 + 4 + 4 + 4f (raw; f ≈ 0.46) or + 4 (canonical) for
+// br_local and br_final.
+//
 // Label width. LABEL64 = 0 (the default) is the 32-bit build, whose code is what it always was
 // (label_t = idx_t = u32, LFLAG = FLAG). LABEL64 = 1 labels lattices of any size into 64-bit
 // labels: site indices, the label array (the global forest), its FLAG bit (63), the ranks and the
@@ -309,18 +320,10 @@ __device__ __forceinline__ void br_mark_edge(u32* ent, u32 n) {
     if (!(((volatile u32*)ent)[r] & EDGE)) atomicOr(ent + r, EDGE);
 }
 
-// Loads the tile's rows as masks, numbers the runs, unites them in shared memory, points every
-// node at its root and marks the components that touch the tile's edge. Returns the node count;
-// `mine` gets this thread's roots (bit k: node threadIdx.x + BR_THREADS k).
-__device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, const Geo& g,
-                                             const BrTile& t, u32 vec, u32* sm, u32& mine,
-                                             u32* multi) {
-    u32* ent = sm;
-    u32* excl_pl = sm + OFF_EXCL;
-    u32* rowbase = sm + OFF_ROWBASE;
+// 1. The tile's rows as masks in shared memory (the planes), then a barrier.
+__device__ __forceinline__ void br_load_masks(const site_t* __restrict__ in, const Geo& g,
+                                              const BrTile& t, u32 vec, u32* sm) {
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-
-    // 1. Masks of every row.
 #pragma unroll
     for (u32 j = 0; j < RPW; j++) {
         const u32 r = warp + j * BR_WARPS;
@@ -366,8 +369,14 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
         plane(sm, P_JL, r)[lane] = jl;
     }
     __syncthreads();
+}
 
-    // 2. Run starts and their ranks in each row; row totals.
+// 2. Run starts and their ranks in each row (excl), the rows' first nodes (rowbase, with the
+// node count at rowbase[TH]); returns the node count. Barriers before and after.
+__device__ __forceinline__ u32 br_run_bases(u32* sm) {
+    u32* excl_pl = sm + OFF_EXCL;
+    u32* rowbase = sm + OFF_ROWBASE;
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 #pragma unroll
     for (u32 j = 0; j < RPW; j++) {
         const u32 r = warp + j * BR_WARPS;
@@ -386,7 +395,21 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
         if (lane == 31) rowbase[TH] = incl;
     }
     __syncthreads();
-    const u32 nodes = rowbase[TH];
+    return rowbase[TH];
+}
+
+// Loads the tile's rows as masks, numbers the runs, unites them in shared memory, points every
+// node at its root and marks the components that touch the tile's edge. Returns the node count;
+// `mine` gets this thread's roots (bit k: node threadIdx.x + BR_THREADS k).
+__device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, const Geo& g,
+                                             const BrTile& t, u32 vec, u32* sm, u32& mine,
+                                             u32* multi) {
+    u32* ent = sm;
+    u32* excl_pl = sm + OFF_EXCL;
+    u32* rowbase = sm + OFF_ROWBASE;
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    br_load_masks(in, g, t, vec, sm);
+    const u32 nodes = br_run_bases(sm);
 
     // 3. Contacts with the row above where they begin (a contact continues the one at x - 1
     // when both runs continue too; a diagonal one is implied by a vertical one of either run's
@@ -594,12 +617,86 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
 // 32 words per row and tile column); RB: canonical numbering's mask of the interior roots, or null
 // (raw numbering). ANA (br_local_ana): also the records, with OFF_ACC + ACC_FIELDS * slots words.
 // vec: bit 0 16-byte loads of u8 rows, bit 1 16-byte label stores, bit 2 (32-bit build, an
-// analysis that writes no labels) the forest only: tile-edge sites and local roots' slots.
+// analysis that writes no labels) the forest only: tile-edge sites and local roots' slots; bit 3
+// (32-bit build, a labeling whose labels br_write writes once) the forest only, plus the tile's
+// runs into RT (RT_TILE u16s a tile): its rows' first nodes, then each node's local root as its
+// position in the tile (row << 10 | column, as a node's own fields) | RT_EDGE; with raw
+// numbering (count not null) the tile's interior components are counted into *count.
+#if !LABEL64
+#define RT_PARAM , u16* __restrict__ RT, u32* count
+#define RT_ARG , RT, count
+#else
+#define RT_PARAM
+#define RT_ARG
+#endif
+// RT entries per tile (the row bases, then as many nodes as a tile can have) and the flag of an
+// edge component's root.
+#define RT_TILE (TH + (SEGMENTS ? TH * TW : TH * TW / 2u))
+#define RT_EDGE 0x8000u
+
+#if !LABEL64
+// Every site of the tile once, coalesced, from its node's entry (the label, or the forest: see
+// br_local_body): lane k writes columns 4k..4k+3 of each 128-column chunk, whose word (k / 8 of
+// the chunk's four) comes from its lane by shuffle.
+__device__ __forceinline__ void br_store_labels(u32* L, const Geo& g, const BrTile& t, u32 vec,
+                                                const u32* sm, bool forest_only) {
+    const u32* ent = sm;
+    const u32* excl_pl = sm + OFF_EXCL;
+    const u32* rowbase = sm + OFF_ROWBASE;
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const u32 b0 = (lane & 7u) * 4u;
+    const u32 below = b0 ? le_mask(b0 - 1) : 0u;
+#pragma unroll
+    for (u32 j = 0; j < RPW; j++) {
+        const u32 r = warp + j * BR_WARPS;
+        if (r >= t.rows) continue; // uniform across the warp
+        const u32 occ_l = plane(const_cast<u32*>(sm), P_OCC, r)[lane];
+        const u32 rs_l = occ_l & ~plane(const_cast<u32*>(sm), P_JL, r)[lane];
+        const u32 nb_l = rowbase[r] + excl_pl[r * TWW + lane];
+        u32* out = L + (t.y0 + r) * g.w + t.x0;
+        if (forest_only && r != 0 && r != t.rows - 1) {
+            // Forest only: the later passes read the labels of tile-edge sites (the seams, the
+            // lattice's edges) and local roots' slots alone, so an inner row writes its first
+            // and last columns only.
+            const u32 lc = t.cols - 1;
+            if (lane == 0 && (occ_l & 1u)) out[0] = node_key(ent, g, t, e_par(ent[nb_l])) + 1;
+            if (lane == (lc >> 5) && ((occ_l >> (lc & 31)) & 1u)) {
+                const u32 m = nb_l + __popc(rs_l & le_mask(lc & 31)) - 1;
+                out[lc] = node_key(ent, g, t, e_par(ent[m])) + 1;
+            }
+            continue;
+        }
+        for (u32 c0 = 0; c0 < t.cols; c0 += 128u) {
+            const u32 src = (c0 >> 5) + (lane >> 3);
+            const u32 occ = __shfl_sync(FULL, occ_l, src);
+            const u32 rs = __shfl_sync(FULL, rs_l, src);
+            // The node of the run holding bit b0 (if occupied): runs started up to b0, minus one.
+            u32 n = __shfl_sync(FULL, nb_l, src) + __popc(rs & below);
+            u32 v[4];
+#pragma unroll
+            for (u32 q = 0; q < 4; q++) {
+                n += (rs >> (b0 + q)) & 1u;
+                v[q] = !((occ >> (b0 + q)) & 1u) ? 0u
+                       : forest_only         ? node_key(ent, g, t, e_par(ent[n - 1])) + 1
+                                             : ent[n - 1];
+            }
+            const u32 c = c0 + 4u * lane;
+            if ((vec & 2u) && c0 + 128u <= t.cols) {
+                *reinterpret_cast<uint4*>(out + c) = make_uint4(v[0], v[1], v[2], v[3]);
+            } else {
+#pragma unroll
+                for (u32 q = 0; q < 4; q++)
+                    if (c + q < t.cols) out[c + q] = v[q];
+            }
+        }
+    }
+}
+#endif
+
 template <bool ANA>
 __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, label_t* L LL_PARAM,
-                                              const Geo& g,
-                                              u32 tiles_x, u32 vec, u32* RB, u32* ER,
-                                              const BrRec& rec) {
+                                              const Geo& g, u32 tiles_x, u32 vec, u32* RB,
+                                              u32* ER, const BrRec& rec RT_PARAM) {
     extern __shared__ u32 sm[];
     const BrTile t = br_tile(g, tiles_x);
     // The root masks (and the analysis's multi-run mask) start empty (br_label_tile's barriers
@@ -610,8 +707,6 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     u32 mine;
     const u32 nodes = br_label_tile(in, g, t, vec, sm, mine, ANA ? sm + OFF_MULTI : nullptr);
     u32* ent = sm;
-    const u32* excl_pl = sm + OFF_EXCL;
-    const u32* rowbase = sm + OFF_ROWBASE;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
     if (ANA) {
@@ -624,7 +719,31 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     // local root's tile position + 1, which LL keeps; L gets only the local roots' slots.)
     // Forest only: the entries stay nodes, and the few edge sites written below take their
     // labels from their nodes' roots.
-    const bool forest_only = !LABEL64 && (vec & 4u);
+    const bool forest_only = !LABEL64 && (vec & 12u);
+#if !LABEL64
+    if (vec & 8u) {
+        // Write-once labeling: the rows' first nodes and every node's local root, for
+        // br_write. (The roots' own fields and EDGE stay as they are below.)
+        u16* rt = RT + (u64)blockIdx.x * RT_TILE;
+        if (threadIdx.x < TH) rt[threadIdx.x] = (u16)sm[OFF_ROWBASE + threadIdx.x];
+        u32 interior = 0;
+        for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
+            const u32 e = ent[e_par(ent[n])];
+            rt[TH + n] = (u16)((e & OWN_MASK) | ((e & EDGE) ? RT_EDGE : 0u));
+            interior += ((mine >> k) & 1u) && !(e & EDGE);
+        }
+        if (count != nullptr) { // uniform
+            // (A spare word after the row bases, whose last reader is behind this barrier.)
+            if (threadIdx.x == 0) sm[OFF_ROWBASE + 48] = 0;
+            __syncthreads();
+#pragma unroll
+            for (int o = 16; o > 0; o >>= 1) interior += __shfl_down_sync(FULL, interior, o);
+            if (lane == 0 && interior) atomicAdd(sm + OFF_ROWBASE + 48, interior);
+            __syncthreads();
+            if (threadIdx.x == 0 && sm[OFF_ROWBASE + 48]) atomicAdd(count, sm[OFF_ROWBASE + 48]);
+        }
+    }
+#endif
     if (!forest_only) {
         for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
 #if LABEL64
@@ -680,6 +799,8 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     // Every site's local root into LL, coalesced: lane k writes columns 4k..4k+3 of each
     // 128-column chunk (8 bytes), whose word (k / 8 of the chunk's four) comes from its lane by
     // shuffle.
+    const u32* excl_pl = sm + OFF_EXCL;
+    const u32* rowbase = sm + OFF_ROWBASE;
     const u32 b0 = (lane & 7u) * 4u;
     const u32 below = b0 ? le_mask(b0 - 1) : 0u;
 #pragma unroll
@@ -712,61 +833,14 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
         }
     }
 #else
-    // Every site once, coalesced: lane k writes columns 4k..4k+3 of each 128-column chunk, whose
-    // word (k / 8 of the chunk's four) comes from its lane by shuffle.
-    const u32 b0 = (lane & 7u) * 4u;
-    const u32 below = b0 ? le_mask(b0 - 1) : 0u;
-#pragma unroll
-    for (u32 j = 0; j < RPW; j++) {
-        const u32 r = warp + j * BR_WARPS;
-        if (r >= t.rows) continue; // uniform across the warp
-        const u32 occ_l = plane(sm, P_OCC, r)[lane];
-        const u32 rs_l = occ_l & ~plane(sm, P_JL, r)[lane];
-        const u32 nb_l = rowbase[r] + excl_pl[r * TWW + lane];
-        u32* out = L + (t.y0 + r) * g.w + t.x0;
-        if (forest_only && r != 0 && r != t.rows - 1) {
-            // Forest only (an analysis without labels): the later passes read the labels of
-            // tile-edge sites (the seams, the lattice's edges) and local roots' slots alone,
-            // so an inner row writes its first and last columns only.
-            const u32 lc = t.cols - 1;
-            if (lane == 0 && (occ_l & 1u)) out[0] = node_key(ent, g, t, e_par(ent[nb_l])) + 1;
-            if (lane == (lc >> 5) && ((occ_l >> (lc & 31)) & 1u)) {
-                const u32 m = nb_l + __popc(rs_l & le_mask(lc & 31)) - 1;
-                out[lc] = node_key(ent, g, t, e_par(ent[m])) + 1;
-            }
-            continue;
-        }
-        for (u32 c0 = 0; c0 < t.cols; c0 += 128u) {
-            const u32 src = (c0 >> 5) + (lane >> 3);
-            const u32 occ = __shfl_sync(FULL, occ_l, src);
-            const u32 rs = __shfl_sync(FULL, rs_l, src);
-            // The node of the run holding bit b0 (if occupied): runs started up to b0, minus one.
-            u32 n = __shfl_sync(FULL, nb_l, src) + __popc(rs & below);
-            u32 v[4];
-#pragma unroll
-            for (u32 q = 0; q < 4; q++) {
-                n += (rs >> (b0 + q)) & 1u;
-                v[q] = !((occ >> (b0 + q)) & 1u) ? 0u
-                       : forest_only         ? node_key(ent, g, t, e_par(ent[n - 1])) + 1
-                                             : ent[n - 1];
-            }
-            const u32 c = c0 + 4u * lane;
-            if ((vec & 2u) && c0 + 128u <= t.cols) {
-                *reinterpret_cast<uint4*>(out + c) = make_uint4(v[0], v[1], v[2], v[3]);
-            } else {
-#pragma unroll
-                for (u32 q = 0; q < 4; q++)
-                    if (c + q < t.cols) out[c + q] = v[q];
-            }
-        }
-    }
+    br_store_labels(L, g, t, vec, sm, forest_only);
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(BR_THREADS, 2)
 br_local(const site_t* __restrict__ in, label_t* L LL_PARAM, Geo g, u32 tiles_x, u32 vec, u32* RB,
-         u32* ER) {
-    br_local_body<false>(in, L LL_ARG, g, tiles_x, vec, RB, ER, BrRec{});
+         u32* ER RT_PARAM) {
+    br_local_body<false>(in, L LL_ARG, g, tiles_x, vec, RB, ER, BrRec{} RT_ARG);
 }
 
 #if !LABEL64
@@ -775,7 +849,115 @@ br_local(const site_t* __restrict__ in, label_t* L LL_PARAM, Geo g, u32 tiles_x,
 extern "C" __global__ void __launch_bounds__(BR_THREADS, 2)
 br_local_ana(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 vec, u32* RB,
              u32* ER, BrRec rec) {
-    br_local_body<true>(in, L, g, tiles_x, vec, RB, ER, rec);
+    br_local_body<true>(in, L, g, tiles_x, vec, RB, ER, rec, nullptr, nullptr);
+}
+
+// Occupancy and joins to the left of the 32 sites of row y from column x (the lane's word of a
+// tile row), as br_load_masks finds them; every lane of the warp calls it.
+__device__ __forceinline__ void row_occ_jl(const site_t* __restrict__ in, const Geo& g, u32 y,
+                                           u32 x, u32 lane, u32 vec, u32& occ, u32& jl) {
+#if SEGMENTS
+    occ = 0;
+    jl = 0;
+    if (x < g.w) {
+        const u32 n = min(32u, g.w - x);
+        const idx_t base = (idx_t)y * g.w + x;
+        site_t ap = lane ? in[base - 1] : (site_t)0;
+        for (u32 i = 0; i < n; i++) {
+            const site_t a = in[base + i];
+            if (a != 0) {
+                occ |= 1u << i;
+                if (a == ap) jl |= 1u << i;
+            }
+            ap = a;
+        }
+    }
+#else
+    occ = load_occ(in, g, y, x, vec & 1u);
+    jl = occ & shl1(occ, lane);
+#endif
+}
+
+// The label of a site whose local root has RT entry e, in the tile whose first site is
+// (y0, x0): raw, the root's site + 1 for an interior component, its slot (its global root + 1,
+// after br_flatten) for an edge one; canonical, rank + 1 from the FLAG | rank in its slot. A
+// slot that this pass has already overwritten holds that same label (the root's own), so the
+// order of the tiles' rows does not matter.
+__device__ __forceinline__ u32 br_run_label(const u32* L, const Geo& g, u32 y0, u32 x0, u32 e,
+                                            u32 canonical) {
+    const u32 key = (y0 + ((e >> 10) & 31u)) * g.w + x0 + (e & 1023u);
+    if (canonical) {
+        const u32 u = L[key];
+        return (u & FLAG) ? (u & ~FLAG) + 1 : u;
+    }
+    return (e & RT_EDGE) ? L[key] : key + 1;
+}
+
+// The write-once labeling's last pass (after br_local with vec bit 3, the seams, the flatten
+// and, canonical, the ranking), in place of br_final: a warp per tile row finds its runs from the
+// lattice, labels them (a lane a run: RT from the row's first node on, br_run_label) in shared
+// memory and writes every site's label once, coalesced as br_local writes them. Grid: (tiles_x,
+// min(ceil(h / 8), 65535)) CTAs of 256 threads, rows grid-strided; vec bits 0 and 1 as
+// br_local's.
+#define RUNS_PER_ROW (SEGMENTS ? TW : TW / 2u)
+
+// A raw write-once labeling's edge components' global roots, counted into *count from the
+// `words` words of ER that br_flatten left holding only those (br_local counted the interior
+// components). Counting them in br_write cost it a seventh of its time. Grid-stride, CTAs of 256.
+extern "C" __global__ void __launch_bounds__(256)
+br_count_roots(const u32* __restrict__ ER, u32 words, u32* count) {
+    u32 roots = 0;
+    for (u32 i = blockIdx.x * 256u + threadIdx.x; i < words; i += gridDim.x * 256u)
+        roots += __popc(ER[i]);
+    block_add(count, roots);
+}
+extern "C" __global__ void __launch_bounds__(256)
+br_write(const site_t* __restrict__ in, u32* L, const u16* __restrict__ RT, Geo g, u32 tiles_x,
+         u32 vec, u32 canonical) {
+    __shared__ u32 labels[8][RUNS_PER_ROW];
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const u32 tx = blockIdx.x, x0 = tx * TW;
+    const u32 cols = min(TW, g.w - x0);
+    const u32 b0 = (lane & 7u) * 4u;
+    const u32 below = b0 ? le_mask(b0 - 1) : 0u;
+    u32* lab = labels[warp];
+    for (u32 y = blockIdx.y * 8u + warp; y < g.h; y += gridDim.y * 8u) { // uniform in a warp
+        const u32 ty = y / TH, y0 = ty * TH;
+        const u16* rt = RT + (u64)(ty * tiles_x + tx) * RT_TILE;
+        u32 occ_l, jl_l;
+        row_occ_jl(in, g, y, x0 + 32u * lane, lane, vec, occ_l, jl_l);
+        const u32 rs_l = occ_l & ~jl_l;
+        const u32 starts = __popc(rs_l);
+        const u32 incl = warp_incl_scan(starts, lane);
+        const u32 nb_l = incl - starts; // the word's first run in the row
+        const u32 runs = __shfl_sync(FULL, incl, 31);
+        const u16* node = rt + TH + rt[y - y0];
+        __syncwarp(); // the last row's reads of `lab` are over
+        for (u32 i = lane; i < runs; i += 32u) lab[i] = br_run_label(L, g, y0, x0, node[i], canonical);
+        __syncwarp();
+        u32* out = L + y * g.w + x0;
+        for (u32 c0 = 0; c0 < cols; c0 += 128u) {
+            const u32 src = (c0 >> 5) + (lane >> 3);
+            const u32 occ = __shfl_sync(FULL, occ_l, src);
+            const u32 rs = __shfl_sync(FULL, rs_l, src);
+            // The run holding bit b0 (if occupied): runs started up to b0, minus one.
+            u32 n = __shfl_sync(FULL, nb_l, src) + __popc(rs & below);
+            u32 v[4];
+#pragma unroll
+            for (u32 q = 0; q < 4; q++) {
+                n += (rs >> (b0 + q)) & 1u;
+                v[q] = ((occ >> (b0 + q)) & 1u) ? lab[n - 1] : 0u;
+            }
+            const u32 c = c0 + 4u * lane;
+            if ((vec & 2u) && c0 + 128u <= cols) {
+                *reinterpret_cast<uint4*>(out + c) = make_uint4(v[0], v[1], v[2], v[3]);
+            } else {
+#pragma unroll
+                for (u32 q = 0; q < 4; q++)
+                    if (c + q < cols) out[c + q] = v[q];
+            }
+        }
+    }
 }
 #endif
 
@@ -987,13 +1169,14 @@ __device__ __forceinline__ idx_t mask_site(const Geo& g, u32 tiles_x, u32 i) {
 // Flatten: each edge component's local root (ER; a thread per word) that is not its global root
 // points straight at it, so that every site is one step from its global root (sites point at
 // their local roots; an edge site that is a local root which the merge linked onward is in ER
-// itself). RB (canonical numbering, else null) gets the bit of each global root. 2^split threads
+// itself). RB (canonical numbering, else null) gets the bit of each global root; with `globals`
+// (a raw write-once labeling) ER keeps only those. 2^split threads
 // a word, each taking 32 >> split of its bits: a small lattice has few words, and those of a
 // tile's first row hold several roots each, whose finds one thread would walk one after another.
 // Grid: ceil((32 * entries << split) / 256) CTAs of 256.
 extern "C" __global__ void __launch_bounds__(256)
-br_flatten(label_t* L, Geo g, const u32* __restrict__ ER, u32* RB, u32 tiles_x, u32 entries,
-           u32 split) {
+br_flatten(label_t* L, Geo g, u32* ER, u32* RB, u32 tiles_x, u32 entries, u32 split,
+           u32 globals) {
     const u64 th = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u32 i = (u32)(th >> split);
     if (i >= 32u * entries) return;
@@ -1013,6 +1196,12 @@ br_flatten(label_t* L, Geo g, const u32* __restrict__ ER, u32* RB, u32 tiles_x, 
     if (RB != nullptr && global) {
         if (split) atomicOr(RB + i, global);
         else RB[i] |= global;
+    }
+    if (globals) {
+        // ER keeps the global roots only (br_count_roots counts them; a count here, with an
+        // atomic a warp or a barrier, took a third to two thirds more time).
+        if (split) atomicAnd(ER + i, global | ~keep);
+        else if (global != ER[i]) ER[i] = global;
     }
 }
 

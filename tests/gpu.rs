@@ -1,5 +1,5 @@
-//! The GPU's own entry points: device-resident labeling, limits, lattices beyond 2^31 sites, and a
-//! missing driver. (Every GPU algorithm's labels are checked against the oracle by the battery
+//! The GPU's own entry points: device-resident labeling, limits, lattices beyond 2^31 sites, bit
+//! runs' write-once labeling of lattices of many tiles, and a missing driver. (Every GPU algorithm's labels are checked against the oracle by the battery
 //! that every backend runs, `tests/labeling.rs`.)
 //!
 //! Every test that needs a GPU is `#[ignore = "needs a CUDA device"]`: CI lists them as ignored.
@@ -189,4 +189,56 @@ fn missing_driver_is_an_error_not_a_panic() {
         CudaLabeler::new(1000, Connectivity::Eight, Boundary::Periodic),
         Err(Error::CudaUnavailable(_))
     ));
+}
+
+/// Bit runs writes each label once (`br_write`) on lattices of at least two 32-row tiles per
+/// multiprocessor, which the battery's small lattices are not (they take short tiles and
+/// `br_final`): lattices of 4 tile rows × 129 tile columns (516 tiles, two per multiprocessor on
+/// any device of up to 258), with partial last tiles across and down, odd and 16-aligned widths,
+/// occupancy at three densities and segments, every connectivity, boundary and numbering, match
+/// the CPU bit for bit.
+#[test]
+#[ignore = "needs a CUDA device"]
+fn write_once_labels_match_the_cpu() {
+    let mut rng = StdRng::seed_from_u64(7);
+    for (h, w) in [(97, 128 * 1024 + 37), (128, 128 * 1024 + 16)] {
+        for c in CONNECTIVITIES {
+            let pc = if c == Connectivity::Four {
+                0.5927
+            } else {
+                0.4073
+            };
+            let mut lattices: Vec<(Array2<u8>, bool)> = [0.3, pc, 0.8]
+                .iter()
+                .map(|&p| (bernoulli(&mut rng, h, w, p), false))
+                .collect();
+            // Segments: runs of equal values that touch without joining.
+            let seg = Array2::from_shape_fn((h, w), |_| [0u8, 1, 2, 2][rng.random_range(0..4)]);
+            lattices.push((seg, true));
+            for b in BOUNDARIES {
+                for (lat, segments) in &lattices {
+                    let cpu = Labeler::new(c, b)
+                        .segments(*segments)
+                        .label(lat.view())
+                        .unwrap();
+                    let want_raw = raw_from_canonical(cpu.array(), cpu.count());
+                    for numbering in [Numbering::Raw, Numbering::Canonical] {
+                        let mut gpu = CudaLabeler::new(0, c, b)
+                            .unwrap()
+                            .segments(*segments)
+                            .numbering(numbering);
+                        let mut out = Array2::<u32>::zeros((h, w));
+                        let count = gpu.label_host_into(lat.view(), out.view_mut()).unwrap();
+                        let what = format!("{h}×{w} {c} {b} segments {segments} {numbering:?}");
+                        assert_eq!(count, cpu.count(), "{what}");
+                        let want = match numbering {
+                            Numbering::Raw => &want_raw,
+                            _ => cpu.array(),
+                        };
+                        assert!(out == *want, "{what}");
+                    }
+                }
+            }
+        }
+    }
 }

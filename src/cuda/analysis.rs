@@ -170,6 +170,7 @@ impl DeviceAnalysis {
             numbering: Numbering::Canonical,
             labels: LabelWidth::U32,
             short_tiles: false,
+            write_once: false,
         })
     }
 

@@ -63,6 +63,9 @@ pub(crate) struct Job {
     pub labels: LabelWidth,
     /// Bit runs in short tiles ([`bit_runs::short_tiles`]; labelings of 32-bit labels only).
     pub short_tiles: bool,
+    /// Bit runs writing each label once ([`bit_runs::write_once`]: the tile pass keeps each
+    /// run's local root and `br_write` writes the labels; labelings of 32-bit labels only).
+    pub write_once: bool,
 }
 
 impl Job {
@@ -98,12 +101,16 @@ impl Job {
     }
 
     /// This labeling job in the tiles that suit its size on `gpu`: short bit-runs tiles for
-    /// lattices of few tiles ([`bit_runs::short_tiles`]; occupancy into 32-bit labels only).
+    /// lattices of few tiles ([`bit_runs::short_tiles`]; occupancy into 32-bit labels only),
+    /// and bit runs' labels written once where that is faster ([`bit_runs::write_once`]).
     pub(crate) fn tiles_for(mut self, gpu: &Gpu) -> Self {
         self.short_tiles = self.family == Family::BitRuns
             && !self.segments
             && self.labels == LabelWidth::U32
             && bit_runs::short_tiles(self.height, self.width, gpu.sms);
+        self.write_once = self.family == Family::BitRuns
+            && self.labels == LabelWidth::U32
+            && bit_runs::write_once(self.short_tiles);
         self
     }
 

@@ -126,6 +126,7 @@ impl CudaLabeler {
             numbering: self.numbering,
             labels: LabelWidth::U32,
             short_tiles: false,
+            write_once: false,
         }
         .tiles_for(&self.backend.engine.gpu))
     }
@@ -147,6 +148,7 @@ impl CudaLabeler {
             numbering: self.numbering,
             labels: LabelWidth::U64,
             short_tiles: false,
+            write_once: false,
         })
     }
 

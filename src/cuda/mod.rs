@@ -291,6 +291,7 @@ impl CudaBackend {
             numbering,
             labels: LabelWidth::U32,
             short_tiles: false,
+            write_once: false,
         }
         .tiles_for(&self.engine.gpu);
         self.engine.check(&job)?;
@@ -397,6 +398,7 @@ impl CudaBackend {
             numbering,
             labels: LabelWidth::U64,
             short_tiles: false,
+            write_once: false,
         };
         self.engine.check(&job)?;
         let n = job.sites();

@@ -170,6 +170,7 @@ impl CudaBackend {
             numbering,
             labels: LabelWidth::U32,
             short_tiles: false,
+            write_once: false,
         };
         self.engine.check(&job)?;
         let n = h * w;

@@ -115,6 +115,7 @@ pub(crate) fn scratch(job: &Job) -> FamilyScratch {
 
 pub(crate) fn scratch_words(job: &Job) -> usize {
     match job.labels {
+        LabelWidth::U32 if job.write_once => run_roots_word(job) + run_roots_words(job),
         LabelWidth::U32 => masks_words(job),
         LabelWidth::U64 => local_roots_word(job) + (2 * job.sites()).div_ceil(16) * 4,
     }
@@ -157,6 +158,36 @@ pub(crate) fn rank_masks(job: &Job, bufs: &Buffers) -> [u64; 4] {
         bufs.aux + (chunk_word(job) * 4) as u64,
         bufs.aux + (pre_word(job) * 4) as u64,
     ]
+}
+
+/// Whether a labeling into 32-bit labels writes each label once: `br_local` keeps each run's
+/// local root (`RT`, a `u16` a run) and writes only the forest, and `br_write` writes every
+/// site's final label after the seams are merged, in place of `br_local` writing every site and
+/// `br_final` reading them all and writing those of components that cross a seam. Not for short
+/// tiles (small lattices), whose time is latency: there `br_write`'s chain of dependent loads (the
+/// lattice, the row's first run, its runs' roots, their slots) made 2048² 5–15 % slower on an
+/// H200, while 8192² and 16384² got 3–9 % faster.
+pub(crate) fn write_once(short_tiles: bool) -> bool {
+    !short_tiles
+}
+
+/// Word offset of the write-once labeling's run roots (`RT`) in the scratch: after the masks and
+/// counts, 16-byte aligned.
+pub(super) fn run_roots_word(job: &Job) -> usize {
+    masks_words(job).next_multiple_of(4)
+}
+
+/// Words of `RT`: `RT_TILE` `u16`s a tile: its rows' first nodes, then as many nodes as a tile
+/// can hold (half its sites for occupancy, all of them for segments).
+pub(super) fn run_roots_words(job: &Job) -> usize {
+    let (tx, ty) = tiles(job);
+    let th = tile_h(job.segments, job.short_tiles);
+    let nodes = if job.segments {
+        th * TILE_W
+    } else {
+        th * TILE_W / 2
+    };
+    (tx * ty * (th + nodes)).div_ceil(2).next_multiple_of(4)
 }
 
 /// Word offset of the 64-bit build's local roots (`LL`, a `u16` a site) in the scratch: after

@@ -22,6 +22,16 @@
 //! - `br_final`, elementwise: a site whose local root points at another root takes that root's
 //!   label (raw), or every site takes its rank + 1 (canonical).
 //!
+//! **Write once** ([`write_once`]: 32-bit labelings in tall tiles, the lattices of at least two
+//! tiles per multiprocessor). The tile pass writes only the forest (the labels of tile-edge
+//! sites and edge components' local roots' slots) and, per tile, `RT`: its rows' first run and
+//! each run's local root as a tile position (a `u16` a run); raw numbering counts the interior
+//! components there. After the seams, the flatten (raw: which leaves only the global roots in the
+//! edge-root mask, counted by `br_count_roots`) and the ranking, `br_write` takes a warp per tile
+//! row: the row's runs from the lattice, their roots from `RT`, their labels from the roots'
+//! slots (in shared memory), then every site written once, coalesced. It replaces the tile
+//! pass's full write of the labels and `br_final`'s read and rewrite of them.
+//!
 //! For the cluster analysis ([`run_pieces`]) the tile pass is `br_local_ana`: once the tile's
 //! runs point at their local roots it sums each multi-run component's size, coordinate sums and
 //! extremes in shared memory (runs of one component side by side in a warp are reduced by
@@ -32,9 +42,10 @@
 //! `br_publish` ranks edge components' roots only, `br_spread` is skipped, and `ana_records`
 //! ranks interior roots from the masks (`br_count`'s per-word counts, [`rank_masks`]).
 //!
-//! The lattice is read once; the labels are written by the tiles and then read and, where a
-//! component crosses a tile seam (raw) or everywhere (canonical), written again. The scratch is
-//! one bit per site (two for canonical numbering, plus a count per (row, tile column)).
+//! Without write-once the lattice is read once; the labels are written by the tiles and then read
+//! and, where a component crosses a tile seam (raw) or everywhere (canonical), written again. The
+//! scratch is one bit per site (two for canonical numbering, plus a count per (row, tile column)),
+//! and a byte per site for `RT` when writing once.
 //!
 //! **64-bit labels** ([`LabelWidth::U64`], `LABEL64` in `bit_runs.cu`) label lattices of any
 //! size (beyond [`MAX_SITES`](crate::MAX_SITES)) with 64-bit site indices, label slots,
@@ -63,6 +74,11 @@
 //! | `br_final` | 4 labels (+ local roots, cached) / raw 4f, canonical 4p | 2 `LL` (+ local roots' slots, cached) / 8 |
 //! | in all, at least | raw 9.25 + 4f, canonical 9.75 + 4p | raw 13.25, canonical 13.75 |
 //!
+//! Write once (32-bit, tall tiles): `br_local` reads 1 and writes `RT` (2 bytes a run: ≈ 0.5 a
+//! site at p_c, at most 1) and the tile edges' labels; `br_write` reads 1 lattice + `RT` + the
+//! roots' slots (cached) and writes 4 labels: in all about 7 + 1/4 bytes a site against 9.25 + 4f
+//! (f ≈ 0.46 at p_c in 32 × 1024 tiles).
+//!
 //! (Widening the 32-bit plan as it is would move 17.25 + 8f and 17.75 + 8p.) The
 //! instruction-bound part of `br_local`, the tile's union-find, is the same in both builds.
 
@@ -76,9 +92,9 @@ use crate::Result;
 mod layout;
 pub(crate) use layout::{
     ana_launch_bytes, ana_slots, check_wide, direct_hist_slots, kernel_shared_bytes, rank_masks,
-    scratch, shared_bytes, short_tiles, tile_h,
+    scratch, shared_bytes, short_tiles, tile_h, write_once,
 };
-use layout::{local_roots_word, tiles};
+use layout::{local_roots_word, run_roots_word, tiles};
 
 /// The family's kernel file.
 pub(crate) const FILE: &str = "bit_runs.cu";
@@ -92,6 +108,8 @@ pub(crate) const KERNELS: &[&str] = &[
     "br_publish",
     "br_spread",
     "br_final",
+    "br_write",
+    "br_count_roots",
     "ana_records",
     "ana_border",
     "ana_hist",
@@ -192,9 +210,29 @@ pub(crate) struct Pieces<'a> {
     pub moments: bool,
 }
 
-/// Queues `br_final`: the labels of the last [`run_pieces`] (or of a labeling's earlier stages).
+/// Queues the last pass: the labels of the last [`run_pieces`] (or of a labeling's earlier
+/// stages), by `br_final`, or by `br_write` for a write-once labeling.
 pub(crate) fn final_pass(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
     let (labels, count) = (bufs.labels, bufs.count);
+    if job.write_once && job.labels == LabelWidth::U32 {
+        let geo = Geo::new(job);
+        let tiles_x = tiles(job).0 as u32;
+        let rt = bufs.aux + (run_roots_word(job) * 4) as u64;
+        let canon = u32::from(job.numbering == Numbering::Canonical);
+        let vec = load_store_bits(job, bufs.input, labels);
+        // A warp a row, eight rows a block.
+        let grid = (tiles_x, geo.h.div_ceil(8).min(65535), 1);
+        // SAFETY: `input` and `labels` hold the job's sites, `rt` the run roots `br_local` wrote
+        // (Engine::prepare sized the scratch for them); the arguments match `br_write`'s.
+        return unsafe {
+            gpu.launch(
+                module.func("br_write"),
+                grid,
+                (256, 1, 1),
+                &mut kernel_args![bufs.input, labels, rt, geo, tiles_x, vec, canon],
+            )
+        };
+    }
     if job.labels == LabelWidth::U64 {
         let geo = Geo::new(job);
         let ll = bufs.aux + (local_roots_word(job) * 4) as u64;
@@ -229,6 +267,15 @@ pub(crate) fn final_pass(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) 
     }
 }
 
+/// The tile kernels' `vec` bits 0 and 1: 16-byte loads of u8 rows (`input` 16-byte aligned,
+/// rows a multiple of 16 sites), and stores of 4 labels a lane (16 bytes of u32 labels; 8 bytes
+/// of the 64-bit build's u16 local roots, 16-byte aligned in the scratch) at `stores_at`, so rows
+/// must start at a multiple of 4 sites.
+fn load_store_bits(job: &Job, input: u64, stores_at: u64) -> u32 {
+    u32::from(job.site.size() == 1 && input % 16 == 0 && job.width % 16 == 0)
+        | (u32::from(stores_at % 16 == 0 && job.width % 4 == 0) << 1)
+}
+
 /// Threads per root-mask word of `br_flatten`, as a shift: enough for about 2^20 threads in all
 /// (a small lattice's few words hold many roots each), at most 8 a word.
 fn flatten_split(entries: u32) -> u32 {
@@ -250,19 +297,28 @@ fn queue(
     let (tx, ty) = (tiles_x as u32, tiles_y as u32);
     let (input, labels, count) = (bufs.input, bufs.labels, bufs.count);
     let (wrap_x, wrap_y) = (job.boundary.wraps_x() as u32, job.boundary.wraps_y() as u32);
-    // Bit 0: 16-byte loads of u8 rows; bit 1: stores of 4 labels a lane (16 bytes of u32
-    // labels; 8 bytes of the 64-bit build's u16 local roots, 16-byte aligned in the scratch), so
-    // rows must start at a multiple of 4 sites.
     let wide = job.labels == LabelWidth::U64;
     let ll = bufs.aux + (local_roots_word(job) * 4) as u64;
     let stores_at = if wide { ll } else { labels };
-    // Bit 2: the analysis's forest only (`run_pieces`).
+    // Bit 2: the analysis's forest only (`run_pieces`); bit 3: a write-once labeling's forest
+    // and run roots (`br_write` writes the labels).
     let forest_only = pieces.is_some_and(|p| p.forest_only) && !wide;
-    let vec = u32::from(job.site.size() == 1 && input % 16 == 0 && job.width % 16 == 0)
-        | (u32::from(stores_at % 16 == 0 && job.width % 4 == 0) << 1)
-        | (u32::from(forest_only) << 2);
-    let smem = shared_bytes(job.segments, tile_h(job.segments, job.short_tiles)) as u32;
+    let write_once = job.write_once && pieces.is_none() && !wide;
+    let rt = if write_once {
+        bufs.aux + (run_roots_word(job) * 4) as u64
+    } else {
+        0
+    };
+    let vec = load_store_bits(job, input, stores_at)
+        | (u32::from(forest_only) << 2)
+        | (u32::from(write_once) << 3);
+    // A raw write-once labeling counts its clusters in the tile pass (interior components) and
+    // in br_count_roots (the edge components' global roots, which br_flatten leaves alone in
+    // the edge-root mask); `br_final` counts them otherwise.
     let canonical = job.numbering == Numbering::Canonical;
+    let tile_count = if write_once && !canonical { count } else { 0 };
+    let globals = u32::from(tile_count != 0);
+    let smem = shared_bytes(job.segments, tile_h(job.segments, job.short_tiles)) as u32;
     let entries = job.height * tiles_x;
     let chunks = entries.div_ceil(COUNT_CHUNK);
     // Scratch at `bufs.aux`: the edge-root mask, then (canonical) the root mask, the counts and
@@ -283,6 +339,11 @@ fn queue(
     };
     let edge_only = u32::from(forest_only);
     let (entries, chunks) = (entries as u32, chunks as u32);
+    if !canonical {
+        // Before the passes that count (the tile pass and the flatten of a write-once labeling,
+        // else br_final).
+        gpu.memset_zero(count, job.labels.bytes())?;
+    }
     // SAFETY: the arguments match the kernels' parameters; `input` and `labels` hold the job's
     // sites, the scratch words of `scratch_words` lie at `bufs.aux` (Engine::prepare), the
     // records (when given) hold `rec.cap` entries and two counts, and the tile kernels' dynamic
@@ -301,7 +362,7 @@ fn queue(
                 (ntiles, 1, 1),
                 (THREADS, 1, 1),
                 smem,
-                &mut kernel_args![input, labels, geo, tx, vec, mask, edge_roots],
+                &mut kernel_args![input, labels, geo, tx, vec, mask, edge_roots, rt, tile_count],
             )?,
             Some(p) => {
                 let rec = *p.rec;
@@ -351,8 +412,17 @@ fn queue(
             module.func("br_flatten"),
             (((32 * entries) << split).div_ceil(256), 1, 1),
             (256, 1, 1),
-            &mut kernel_args![labels, geo, edge_roots, mask, tx, entries, split],
+            &mut kernel_args![labels, geo, edge_roots, mask, tx, entries, split, globals],
         )?;
+        if globals != 0 {
+            let words = 32 * entries;
+            gpu.launch(
+                module.func("br_count_roots"),
+                (words.div_ceil(256 * 16).clamp(1, 4096), 1, 1),
+                (256, 1, 1),
+                &mut kernel_args![edge_roots, words, count],
+            )?;
+        }
         if canonical {
             gpu.launch(
                 module.func("br_count"),
@@ -398,8 +468,6 @@ fn queue(
                     &mut kernel_args![labels, geo, edge_roots, tx, entries],
                 )?;
             }
-        } else {
-            gpu.memset_zero(count, job.labels.bytes())?;
         }
     }
     Ok(())

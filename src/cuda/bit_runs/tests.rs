@@ -15,6 +15,7 @@ fn job(height: usize, width: usize) -> Job {
         numbering: Numbering::Canonical,
         labels: LabelWidth::U32,
         short_tiles: false,
+        write_once: false,
     }
 }
 
@@ -73,6 +74,38 @@ fn short_tiles_for_few_tiles() {
     assert_ne!(tall.key(), short.key());
     assert!(short.source().contains("#define SHORT_TILES 1\n"));
     assert!(!tall.source().contains("SHORT_TILES"));
+}
+
+/// Labels are written once in tall tiles only, and then the scratch holds, after the masks,
+/// each tile's row bases and room for as many runs as it can have (`RT_TILE` in the kernel):
+/// half its sites for occupancy, all of them for segments.
+#[test]
+fn write_once_scratch() {
+    assert!(write_once(false) && !write_once(true));
+    let plain = job(100, 3000);
+    let once = Job {
+        write_once: true,
+        ..plain
+    };
+    let tiles = 4 * 3; // ceil(100 / 32) × ceil(3000 / 1024)
+    assert_eq!(scratch_words(&plain), masks_words(&plain));
+    assert_eq!(
+        run_roots_word(&once),
+        masks_words(&plain).next_multiple_of(4)
+    );
+    assert_eq!(
+        scratch_words(&once),
+        run_roots_word(&once) + (tiles * (32 + 32 * 1024 / 2)) / 2
+    );
+    let segments = Job {
+        segments: true,
+        ..once
+    };
+    let tiles = 7 * 3; // 16-row tiles
+    assert_eq!(
+        scratch_words(&segments) - run_roots_word(&segments),
+        (tiles * (16 + 16 * 1024)) / 2
+    );
 }
 
 /// The 64-bit build takes 70000² and refuses what its 32-bit grid and mask indices cannot

@@ -127,6 +127,7 @@ impl StripGpu {
             numbering: Numbering::Raw,
             labels: LabelWidth::U32,
             short_tiles: false,
+            write_once: false,
         })
     }
 
