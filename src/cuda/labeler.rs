@@ -10,7 +10,9 @@ use super::*;
 /// after the first call for a lattice of that size or larger (or [`CudaLabeler::prepare`]),
 /// allocates nothing. The cluster count stays on the device until [`CudaLabeler::count`] asks
 /// for it. Extra device memory besides the input and the labels: 64 bytes, 1 byte per 1024 sites
-/// for canonical numbering and, for block union-find, its forest (a `u32` per block: per 2×2
+/// for canonical numbering; for bit runs 1 bit a site of root masks (2 for canonical numbering)
+/// and, on lattices of at least two 32-row tiles per multiprocessor (where each label is written
+/// once), 1 byte a site for the runs' roots (2 for segments); for block union-find, its forest (a `u32` per block: per 2×2
 /// block with 8-connectivity, 1 byte per site; per 2×1 block with 4-connectivity, 2 bytes per
 /// site; none for segments, whose forest is the label array) and the cells of the 32×32-block
 /// tiles' edges (a `u32` per 8 blocks). Label equivalence and tile merge use the label array as

@@ -165,7 +165,7 @@ pub(crate) fn rank_masks(job: &Job, bufs: &Buffers) -> [u64; 4] {
 /// site's final label after the seams are merged, in place of `br_local` writing every site and
 /// `br_final` reading them all and writing those of components that cross a seam. Not for short
 /// tiles (small lattices), whose time is latency: there `br_write`'s chain of dependent loads (the
-/// lattice, the row's first run, its runs' roots, their slots) made 2048² 5–15 % slower on an
+/// lattice, the row's first run, its runs' roots, their slots) made 2048² 3–15 % slower on an
 /// H200, while 8192² and 16384² got 3–9 % faster.
 pub(crate) fn write_once(short_tiles: bool) -> bool {
     !short_tiles
