@@ -299,9 +299,7 @@ ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments, u32 edges_only,
             const u32 site = rec.root[j];
             const u32 ys = div_w(g, site);
             if (RB != nullptr && !edge) {
-                const u32 x = site - ys * g.w;
-                const u32 e = ys * tiles_x + (x >> 10), wi = (e << 5) + ((x & 1023u) >> 5);
-                l = CHUNK[e / BR_CHUNK] + CNT[e] + PRE[wi] + __popc(RB[wi] & ((1u << (x & 31u)) - 1u));
+                l = br_mask_rank(RB, CNT, CHUNK, PRE, tiles_x, ys, site - ys * g.w);
             } else {
                 l = root_piece(L, site);
             }

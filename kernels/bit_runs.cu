@@ -878,19 +878,42 @@ __device__ __forceinline__ void row_occ_jl(const site_t* __restrict__ in, const 
 #endif
 }
 
+// Canonical rank of the root at site (y, x) from the masks, as br_publish numbers it: the chunk's
+// and the entry's first ranks (CHUNK, CNT), the roots before the root's word in its entry (PRE,
+// br_count) and those before it in its word (RB).
+__device__ __forceinline__ u32 br_mask_rank(const u32* __restrict__ RB, const u32* __restrict__ CNT,
+                                            const u32* __restrict__ CHUNK,
+                                            const u16* __restrict__ PRE, u32 tiles_x, u32 y,
+                                            u32 x) {
+    const u32 e = y * tiles_x + (x >> 10), wi = (e << 5) + ((x & 1023u) >> 5);
+    return CHUNK[e / BR_CHUNK] + CNT[e] + PRE[wi] + __popc(RB[wi] & ((1u << (x & 31u)) - 1u));
+}
+
+// What br_write ranks interior roots by (canonical numbering): br_mask_rank's arrays.
+struct BrRanks {
+    const u32* rb;
+    const u32* cnt;
+    const u32* chunk;
+    const u16* pre;
+};
+
 // The label of a site whose local root has RT entry e, in the tile whose first site is
 // (y0, x0): raw, the root's site + 1 for an interior component, its slot (its global root + 1,
-// after br_flatten) for an edge one; canonical, rank + 1 from the FLAG | rank in its slot. A
-// slot that this pass has already overwritten holds that same label (the root's own), so the
-// order of the tiles' rows does not matter.
+// after br_flatten) for an edge one; canonical, rank + 1, from the masks for an interior
+// component (br_publish wrote only edge components' roots) and from the FLAG | rank in its slot
+// for an edge one. A slot that this pass has already overwritten holds that same label (the
+// root's own), so the order of the tiles' rows does not matter.
 __device__ __forceinline__ u32 br_run_label(const u32* L, const Geo& g, u32 y0, u32 x0, u32 e,
-                                            u32 canonical) {
-    const u32 key = (y0 + ((e >> 10) & 31u)) * g.w + x0 + (e & 1023u);
-    if (canonical) {
-        const u32 u = L[key];
-        return (u & FLAG) ? (u & ~FLAG) + 1 : u;
+                                            u32 canonical, const BrRanks& rk, u32 tiles_x) {
+    const u32 y = y0 + ((e >> 10) & 31u), x = x0 + (e & 1023u);
+    const u32 key = y * g.w + x;
+    if (!(e & RT_EDGE)) {
+        return canonical ? br_mask_rank(rk.rb, rk.cnt, rk.chunk, rk.pre, tiles_x, y, x) + 1
+                         : key + 1;
     }
-    return (e & RT_EDGE) ? L[key] : key + 1;
+    const u32 u = L[key];
+    if (!canonical) return u; // (raw labels may have bit 31 set)
+    return (u & FLAG) ? (u & ~FLAG) + 1 : u;
 }
 
 // The write-once labeling's last pass (after br_local with vec bit 3, the seams, the flatten
@@ -913,7 +936,7 @@ br_count_roots(const u32* __restrict__ ER, u32 words, u32* count) {
 }
 extern "C" __global__ void __launch_bounds__(256)
 br_write(const site_t* __restrict__ in, u32* L, const u16* __restrict__ RT, Geo g, u32 tiles_x,
-         u32 vec, u32 canonical) {
+         u32 vec, u32 canonical, BrRanks rk) {
     __shared__ u32 labels[8][RUNS_PER_ROW];
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 tx = blockIdx.x, x0 = tx * TW;
@@ -933,7 +956,8 @@ br_write(const site_t* __restrict__ in, u32* L, const u16* __restrict__ RT, Geo 
         const u32 runs = __shfl_sync(FULL, incl, 31);
         const u16* node = rt + TH + rt[y - y0];
         __syncwarp(); // the last row's reads of `lab` are over
-        for (u32 i = lane; i < runs; i += 32u) lab[i] = br_run_label(L, g, y0, x0, node[i], canonical);
+        for (u32 i = lane; i < runs; i += 32u)
+            lab[i] = br_run_label(L, g, y0, x0, node[i], canonical, rk, tiles_x);
         __syncwarp();
         u32* out = L + y * g.w + x0;
         for (u32 c0 = 0; c0 < cols; c0 += 128u) {

@@ -220,6 +220,12 @@ pub(crate) fn final_pass(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) 
         let rt = bufs.aux + (run_roots_word(job) * 4) as u64;
         let canon = u32::from(job.numbering == Numbering::Canonical);
         let vec = load_store_bits(job, bufs.input, labels);
+        // Canonical: interior roots are ranked from the masks (`BrRanks`).
+        let ranks = if canon == 1 {
+            rank_masks(job, bufs)
+        } else {
+            [0; 4]
+        };
         // A warp a row, eight rows a block.
         let grid = (tiles_x, geo.h.div_ceil(8).min(65535), 1);
         // SAFETY: `input` and `labels` hold the job's sites, `rt` the run roots `br_local` wrote
@@ -229,7 +235,7 @@ pub(crate) fn final_pass(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) 
                 module.func("br_write"),
                 grid,
                 (256, 1, 1),
-                &mut kernel_args![bufs.input, labels, rt, geo, tiles_x, vec, canon],
+                &mut kernel_args![bufs.input, labels, rt, geo, tiles_x, vec, canon, ranks],
             )
         };
     }
@@ -330,14 +336,17 @@ fn queue(
     } else {
         (0, 0, 0, 0)
     };
-    // Forest only: interior roots are ranked from the masks (PRE), only edge roots published.
-    let pre = if forest_only { pre } else { 0 };
+    // Forest only and write once: interior roots are ranked from the masks (PRE), only edge
+    // roots published.
+    let ranked_by_masks = forest_only || write_once;
+    let pre = if ranked_by_masks { pre } else { 0 };
     // The analysis: br_publish sets the edge pieces' rows empty (ER marks their roots).
     let (er, rows, moments) = match pieces {
         Some(p) => (edge_roots, p.rows, u32::from(p.moments)),
+        None if write_once => (edge_roots, 0, 0),
         None => (0, 0, 0),
     };
-    let edge_only = u32::from(forest_only);
+    let edge_only = u32::from(ranked_by_masks);
     let (entries, chunks) = (entries as u32, chunks as u32);
     if !canonical {
         // Before the passes that count (the tile pass and the flatten of a write-once labeling,
