@@ -634,7 +634,42 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
 #define RT_TILE (TH + (SEGMENTS ? TH * TW : TH * TW / 2u))
 #define RT_EDGE 0x8000u
 
+// The four sites of a tile row that lane k writes in the 128-column chunk from c0 (columns
+// c0 + 4k .. c0 + 4k + 3, whose word k / 8 of the chunk's four comes from its lane by shuffle):
+// value(n) of the run holding each occupied one (n counted from the row's nb_l; lane's own
+// word: occupancy occ_l, run starts rs_l, first run nb_l), 0 for empty ones.
+template <typename F>
+__device__ __forceinline__ void chunk_sites(u32 occ_l, u32 rs_l, u32 nb_l, u32 c0, u32 lane,
+                                            F value, u32 v[4]) {
+    const u32 b0 = (lane & 7u) * 4u;
+    const u32 below = b0 ? le_mask(b0 - 1) : 0u;
+    const u32 src = (c0 >> 5) + (lane >> 3);
+    const u32 occ = __shfl_sync(FULL, occ_l, src);
+    const u32 rs = __shfl_sync(FULL, rs_l, src);
+    // The run holding bit b0 (if occupied): runs started up to b0, minus one.
+    u32 n = __shfl_sync(FULL, nb_l, src) + __popc(rs & below);
+#pragma unroll
+    for (u32 q = 0; q < 4; q++) {
+        n += (rs >> (b0 + q)) & 1u;
+        v[q] = ((occ >> (b0 + q)) & 1u) ? value(n - 1) : 0u;
+    }
+}
+
 #if !LABEL64
+// Stores chunk_sites' four labels at out + c0 + 4 lane (16 bytes where vec bit 1 allows and the
+// chunk is whole, else one by one within the row's `cols`).
+__device__ __forceinline__ void store_chunk(u32* out, u32 c0, u32 lane, u32 cols, u32 vec,
+                                            const u32 v[4]) {
+    const u32 c = c0 + 4u * lane;
+    if ((vec & 2u) && c0 + 128u <= cols) {
+        *reinterpret_cast<uint4*>(out + c) = make_uint4(v[0], v[1], v[2], v[3]);
+    } else {
+#pragma unroll
+        for (u32 q = 0; q < 4; q++)
+            if (c + q < cols) out[c + q] = v[q];
+    }
+}
+
 // Every site of the tile once, coalesced, from its node's entry (the label, or the forest: see
 // br_local_body): lane k writes columns 4k..4k+3 of each 128-column chunk, whose word (k / 8 of
 // the chunk's four) comes from its lane by shuffle.
@@ -644,8 +679,6 @@ __device__ __forceinline__ void br_store_labels(u32* L, const Geo& g, const BrTi
     const u32* excl_pl = sm + OFF_EXCL;
     const u32* rowbase = sm + OFF_ROWBASE;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const u32 b0 = (lane & 7u) * 4u;
-    const u32 below = b0 ? le_mask(b0 - 1) : 0u;
 #pragma unroll
     for (u32 j = 0; j < RPW; j++) {
         const u32 r = warp + j * BR_WARPS;
@@ -667,27 +700,13 @@ __device__ __forceinline__ void br_store_labels(u32* L, const Geo& g, const BrTi
             continue;
         }
         for (u32 c0 = 0; c0 < t.cols; c0 += 128u) {
-            const u32 src = (c0 >> 5) + (lane >> 3);
-            const u32 occ = __shfl_sync(FULL, occ_l, src);
-            const u32 rs = __shfl_sync(FULL, rs_l, src);
-            // The node of the run holding bit b0 (if occupied): runs started up to b0, minus one.
-            u32 n = __shfl_sync(FULL, nb_l, src) + __popc(rs & below);
             u32 v[4];
-#pragma unroll
-            for (u32 q = 0; q < 4; q++) {
-                n += (rs >> (b0 + q)) & 1u;
-                v[q] = !((occ >> (b0 + q)) & 1u) ? 0u
-                       : forest_only         ? node_key(ent, g, t, e_par(ent[n - 1])) + 1
-                                             : ent[n - 1];
-            }
-            const u32 c = c0 + 4u * lane;
-            if ((vec & 2u) && c0 + 128u <= t.cols) {
-                *reinterpret_cast<uint4*>(out + c) = make_uint4(v[0], v[1], v[2], v[3]);
-            } else {
-#pragma unroll
-                for (u32 q = 0; q < 4; q++)
-                    if (c + q < t.cols) out[c + q] = v[q];
-            }
+            chunk_sites(occ_l, rs_l, nb_l, c0, lane,
+                        [&](u32 n) {
+                            return forest_only ? node_key(ent, g, t, e_par(ent[n])) + 1 : ent[n];
+                        },
+                        v);
+            store_chunk(out, c0, lane, t.cols, vec, v);
         }
     }
 }
@@ -801,8 +820,6 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     // shuffle.
     const u32* excl_pl = sm + OFF_EXCL;
     const u32* rowbase = sm + OFF_ROWBASE;
-    const u32 b0 = (lane & 7u) * 4u;
-    const u32 below = b0 ? le_mask(b0 - 1) : 0u;
 #pragma unroll
     for (u32 j = 0; j < RPW; j++) {
         const u32 r = warp + j * BR_WARPS;
@@ -812,16 +829,8 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
         const u32 nb_l = rowbase[r] + excl_pl[r * TWW + lane];
         u16* out = LL + (u64)(t.y0 + r) * g.w + t.x0;
         for (u32 c0 = 0; c0 < t.cols; c0 += 128u) {
-            const u32 src = (c0 >> 5) + (lane >> 3);
-            const u32 occ = __shfl_sync(FULL, occ_l, src);
-            const u32 rs = __shfl_sync(FULL, rs_l, src);
-            u32 n = __shfl_sync(FULL, nb_l, src) + __popc(rs & below);
             u32 v[4];
-#pragma unroll
-            for (u32 q = 0; q < 4; q++) {
-                n += (rs >> (b0 + q)) & 1u;
-                v[q] = ((occ >> (b0 + q)) & 1u) ? ent[n - 1] : 0u;
-            }
+            chunk_sites(occ_l, rs_l, nb_l, c0, lane, [&](u32 n) { return ent[n]; }, v);
             const u32 c = c0 + 4u * lane;
             if ((vec & 2u) && c0 + 128u <= t.cols) {
                 *reinterpret_cast<uint2*>(out + c) = make_uint2(v[0] | v[1] << 16, v[2] | v[3] << 16);
@@ -941,8 +950,6 @@ br_write(const site_t* __restrict__ in, u32* L, const u16* __restrict__ RT, Geo 
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 tx = blockIdx.x, x0 = tx * TW;
     const u32 cols = min(TW, g.w - x0);
-    const u32 b0 = (lane & 7u) * 4u;
-    const u32 below = b0 ? le_mask(b0 - 1) : 0u;
     u32* lab = labels[warp];
     for (u32 y = blockIdx.y * 8u + warp; y < g.h; y += gridDim.y * 8u) { // uniform in a warp
         const u32 ty = y / TH, y0 = ty * TH;
@@ -961,25 +968,9 @@ br_write(const site_t* __restrict__ in, u32* L, const u16* __restrict__ RT, Geo 
         __syncwarp();
         u32* out = L + y * g.w + x0;
         for (u32 c0 = 0; c0 < cols; c0 += 128u) {
-            const u32 src = (c0 >> 5) + (lane >> 3);
-            const u32 occ = __shfl_sync(FULL, occ_l, src);
-            const u32 rs = __shfl_sync(FULL, rs_l, src);
-            // The run holding bit b0 (if occupied): runs started up to b0, minus one.
-            u32 n = __shfl_sync(FULL, nb_l, src) + __popc(rs & below);
             u32 v[4];
-#pragma unroll
-            for (u32 q = 0; q < 4; q++) {
-                n += (rs >> (b0 + q)) & 1u;
-                v[q] = ((occ >> (b0 + q)) & 1u) ? lab[n - 1] : 0u;
-            }
-            const u32 c = c0 + 4u * lane;
-            if ((vec & 2u) && c0 + 128u <= cols) {
-                *reinterpret_cast<uint4*>(out + c) = make_uint4(v[0], v[1], v[2], v[3]);
-            } else {
-#pragma unroll
-                for (u32 q = 0; q < 4; q++)
-                    if (c + q < cols) out[c + q] = v[q];
-            }
+            chunk_sites(occ_l, rs_l, nb_l, c0, lane, [&](u32 n) { return lab[n]; }, v);
+            store_chunk(out, c0, lane, cols, vec, v);
         }
     }
 }
