@@ -925,14 +925,6 @@ __device__ __forceinline__ u32 br_run_label(const u32* L, const Geo& g, u32 y0, 
     return (u & FLAG) ? (u & ~FLAG) + 1 : u;
 }
 
-// The write-once labeling's last pass (after br_local with vec bit 3, the seams, the flatten
-// and, canonical, the ranking), in place of br_final: a warp per tile row finds its runs from the
-// lattice, labels them (a lane a run: RT from the row's first node on, br_run_label) in shared
-// memory and writes every site's label once, coalesced as br_local writes them. Grid: (tiles_x,
-// min(ceil(h / 8), 65535)) CTAs of 256 threads, rows grid-strided; vec bits 0 and 1 as
-// br_local's.
-#define RUNS_PER_ROW (SEGMENTS ? TW : TW / 2u)
-
 // A raw write-once labeling's edge components' global roots, counted into *count from the
 // `words` words of ER that br_flatten left holding only those (br_local counted the interior
 // components). Counting them in br_write cost it a seventh of its time. Grid-stride, CTAs of 256.
@@ -943,6 +935,14 @@ br_count_roots(const u32* __restrict__ ER, u32 words, u32* count) {
         roots += __popc(ER[i]);
     block_add(count, roots);
 }
+
+// The write-once labeling's last pass (after br_local with vec bit 3, the seams, the flatten
+// and, canonical, the ranking), in place of br_final: a warp per tile row finds its runs from the
+// lattice, labels them (a lane a run: RT from the row's first node on, br_run_label) in shared
+// memory and writes every site's label once, coalesced as br_local writes them. Grid: (tiles_x,
+// min(ceil(h / 8), 65535)) CTAs of 256 threads, rows grid-strided; vec bits 0 and 1 as
+// br_local's.
+#define RUNS_PER_ROW (SEGMENTS ? TW : TW / 2u)
 extern "C" __global__ void __launch_bounds__(256)
 br_write(const site_t* __restrict__ in, u32* L, const u16* __restrict__ RT, Geo g, u32 tiles_x,
          u32 vec, u32 canonical, BrRanks rk) {
