@@ -49,8 +49,8 @@
 //
 // Write-once labeling (vec bit 3; 32-bit labelings of tall tiles: src/cuda/bit_runs/layout.rs,
 // write_once). br_local writes only the forest, as the analysis without labels does, and RT: per
-// tile its rows' first nodes and each node's local root as a tile position (a u16 a run, a
-// quarter of a byte a site at p_c), and counts its interior components (raw). The seams, the
+// tile its rows' first nodes and each node's local root as a tile position (a u16 a run, about
+// half a byte a site at p_c), and counts its interior components (raw). The seams, the
 // flatten and the ranking run as above (raw: br_flatten leaves in ER only the global roots, which
 // br_count_roots counts). br_write then writes every label once, a warp a tile row: its runs from
 // the lattice, their local roots from RT, their labels from the roots' slots, every site from

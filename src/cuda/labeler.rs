@@ -12,10 +12,10 @@ use super::*;
 /// for it. Extra device memory besides the input and the labels: 64 bytes, 1 byte per 1024 sites
 /// for canonical numbering; for bit runs 1 bit a site of root masks (2 for canonical numbering)
 /// and, on lattices of at least two 32-row tiles per multiprocessor (where each label is written
-/// once), 1 byte a site for the runs' roots (2 for segments); for block union-find, its forest (a `u32` per block: per 2×2
-/// block with 8-connectivity, 1 byte per site; per 2×1 block with 4-connectivity, 2 bytes per
-/// site; none for segments, whose forest is the label array) and the cells of the 32×32-block
-/// tiles' edges (a `u32` per 8 blocks). Label equivalence and tile merge use the label array as
+/// once), 1 byte a site for the runs' roots (2 for segments); for block union-find, its forest
+/// (a `u32` per block: per 2×2 block with 8-connectivity, 1 byte per site; per 2×1 block with
+/// 4-connectivity, 2 bytes per site; none for segments, whose forest is the label array) and the
+/// cells of the 32×32-block tiles' edges (a `u32` per 8 blocks). Label equivalence and tile merge use the label array as
 /// their forest.
 ///
 /// **64-bit labels**, for lattices of any size (beyond [`MAX_SITES`](crate::MAX_SITES) sites,

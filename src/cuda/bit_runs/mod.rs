@@ -349,8 +349,8 @@ fn queue(
     let edge_only = u32::from(ranked_by_masks);
     let (entries, chunks) = (entries as u32, chunks as u32);
     if !canonical {
-        // Before the passes that count (the tile pass and the flatten of a write-once labeling,
-        // else br_final).
+        // Before the passes that count (the tile pass and br_count_roots of a write-once
+        // labeling, else br_final).
         gpu.memset_zero(count, job.labels.bytes())?;
     }
     // SAFETY: the arguments match the kernels' parameters; `input` and `labels` hold the job's
