@@ -21,6 +21,23 @@ pub(crate) trait JoinRule: Sync {
     /// Row `y` as bits: `occ` (occupied) and `left` (bit `x` set when `(y, x)` is joined to
     /// `(y, x − 1)`; bit 0 is never set: wrapping is the caller's business).
     fn row_bits(&self, y: usize, occ: &mut [u64], left: &mut [u64]);
+    /// Lattice rows per row of this rule: 1, or 2 for a rule whose rows are bands of two
+    /// lattice rows (the strip labeler's `Bands`).
+    const BAND_ROWS: usize = 1;
+    /// [`JoinRule::row_bits`], and for bands of lattice rows the occupancy of the band's first
+    /// and last lattice rows (`top`, `bottom`: the rows that touch the bands before and after
+    /// it), which [`JoinRule::link_bits`] is then given; `top` and `bottom` are left alone
+    /// where a row is one lattice row.
+    fn band_bits(
+        &self,
+        y: usize,
+        occ: &mut [u64],
+        left: &mut [u64],
+        _top: &mut [u64],
+        _bottom: &mut [u64],
+    ) {
+        self.row_bits(y, occ, left);
+    }
     /// Bit `x` of `out` is set when `(y, x)` is joined to `(yp, x + dx)`, for `dx` in −1, 0, 1 and
     /// `x + dx` inside the row (no wrapping). `occ` and `occ_p` are the two rows' occupancy bits.
     fn link_bits(

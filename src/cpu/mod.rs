@@ -227,6 +227,12 @@ impl CpuBackend {
     ) -> Result<usize> {
         if spec.segments {
             self.run(&Segments { lattice }, spec, wide, out)
+        } else if spec.connectivity == Connectivity::Eight
+            && matches!(spec.algorithm, Algorithm::Auto | Algorithm::Strips)
+        {
+            // The strip labeler on bands of two rows: a band's 8-connected runs are its rows'
+            // OR's.
+            self.run(&strips::Bands { lattice }, spec, wide, out)
         } else {
             self.run(&Occupancy { lattice }, spec, wide, out)
         }

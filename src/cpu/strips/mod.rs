@@ -15,6 +15,11 @@
 //! numbering costs next to nothing; a word of many runs that repeat those above is handed over
 //! in one copy either way, and a label word that repeats the row above is copied from it.
 //!
+//! With 8-connectivity an occupancy lattice is scanned in bands of two rows ([`Bands`]): within
+//! a band, the runs of its two rows' OR are its clusters, so a band has one node where its rows
+//! had up to two rows of runs (an eighth of them at density 0.8), half the rows are merged, and
+//! the labels are written lattice row by lattice row from the band's runs.
+//!
 //! Bytes moved: the input is read once and the labels written once; the runs' union-find arrays
 //! (a few indices per run) are the only other traffic.
 //!
@@ -29,8 +34,10 @@ use crate::rule::JoinRule;
 use ndarray::{ArrayViewMut2, Axis};
 use rayon::prelude::*;
 
+mod bands;
 mod scan;
 mod write;
+pub(crate) use bands::Bands;
 use scan::{copies_pay, label_strip, merge_rows};
 use write::{copy_forests, number_parallel, write_row};
 
@@ -85,7 +92,15 @@ pub(super) struct Strip<I = u32> {
     assigned: Vec<u64>,
     /// `same[r × words(w) + i]`: word `i` of row `r > 0` holds the labels of the row above (each
     /// occupied site joined to the one above it, the same sites empty), so the write pass copies it.
+    /// For bands ([`Bands`]): word `i` of band `r`'s second row holds the labels of its first.
     same: Vec<bool>,
+    /// For bands: the occupancy of each band's first and last lattice rows (`rows × words(w)`),
+    /// empty otherwise.
+    top: Vec<u64>,
+    bottom: Vec<u64>,
+    /// For bands: the row's runs with no site in the band's first row (bit `k`: the row's run
+    /// `k`), whose new nodes come after the others'.
+    second: Vec<u64>,
     /// Global label of the strip's first run.
     pub(super) offset: I,
     /// Roots among the strip's runs, and the number before the strip's first root.
@@ -101,6 +116,10 @@ pub(super) struct Strip<I = u32> {
 pub(super) struct Row<'a, I = u32> {
     pub(super) y: usize,
     pub(super) occ: &'a [u64],
+    /// The occupancy of the lattice rows that touch the row before and the row after: `occ`
+    /// itself, or a band's first and last lattice rows.
+    pub(super) top: &'a [u64],
+    pub(super) bottom: &'a [u64],
     pub(super) starts: &'a [u64],
     /// Label of the row's first run.
     pub(super) base: I,
@@ -118,13 +137,28 @@ impl<I: Index> Strip<I> {
 
     /// Row `r` of the strip with strip-local run labels.
     fn row_local(&self, r: usize, nw: usize) -> Row<'_, I> {
+        let occ = &self.occ[r * nw..(r + 1) * nw];
+        let (top, bottom) = self.edges(r, nw).unwrap_or((occ, occ));
         Row {
             y: self.y0 + r,
-            occ: &self.occ[r * nw..(r + 1) * nw],
+            occ,
+            top,
+            bottom,
             starts: &self.starts[r * nw..(r + 1) * nw],
             base: self.row_base[r],
             runs: self.row_runs[r],
         }
+    }
+
+    /// Band `r`'s first and last lattice rows' occupancy, for bands.
+    #[inline]
+    fn edges(&self, r: usize, nw: usize) -> Option<(&[u64], &[u64])> {
+        (!self.top.is_empty()).then(|| {
+            (
+                &self.top[r * nw..(r + 1) * nw],
+                &self.bottom[r * nw..(r + 1) * nw],
+            )
+        })
     }
 
     /// The global node of the strip's local run `j`: the run itself, or its `lab` with `copy`.
@@ -213,7 +247,8 @@ pub(crate) fn label<R: JoinRule, I: Index, L: Index>(
     label_with(rule, connectivity, boundary, strips, None, scratch, out)
 }
 
-/// [`label`], with node copying as `copy` says (`None`: as [`copies_pay`] judges).
+/// [`label`], with node copying as `copy` says (`None`: as [`copies_pay`] judges; bands always
+/// copy, which is how their new nodes come in the order of their clusters' first sites).
 fn label_with<R: JoinRule, I: Index, L: Index>(
     rule: &R,
     connectivity: Connectivity,
@@ -224,7 +259,8 @@ fn label_with<R: JoinRule, I: Index, L: Index>(
     mut out: ArrayViewMut2<'_, L>,
 ) -> usize {
     let (h, w) = rule.dim();
-    let copy = copy.unwrap_or_else(|| copies_pay(rule, h, w, &mut scratch.seam));
+    let banded = R::BAND_ROWS > 1;
+    let copy = banded || copy.unwrap_or_else(|| copies_pay(rule, h, w, &mut scratch.seam));
     let chunk = forest(
         rule,
         connectivity,
@@ -248,7 +284,12 @@ fn label_with<R: JoinRule, I: Index, L: Index>(
         ..
     } = scratch;
 
-    // Number the roots in raster order.
+    // Number the roots in raster order. (Bands: room for the most nodes of the shape, as
+    // `label_strip` makes room for the strips' runs.)
+    let most = h * w.div_ceil(2);
+    if banded && number.capacity() < most + 1 {
+        crate::core::alloc::grow_zeroed(number, most + 1);
+    }
     crate::core::alloc::grow_zeroed(number, n + 1);
     let count = if nstrips == 1 {
         let nums = I::plain(number);
@@ -258,26 +299,33 @@ fn label_with<R: JoinRule, I: Index, L: Index>(
         number_parallel(strips, parent, number)
     };
 
-    // Write each site's label from its run's number.
-    out.axis_chunks_iter_mut(Axis(0), chunk)
+    // Write each site's label from its run's number: lattice row `y` of the strip is row
+    // `y / band` of its rule, and writes the sites of its `y % band`th lattice row.
+    let band = R::BAND_ROWS;
+    out.axis_chunks_iter_mut(Axis(0), chunk * band)
         .into_par_iter()
         .zip(strips.par_iter())
         .for_each(|(mut rows, s)| {
-            // Contiguous rows: words that repeat the row above are copied from it.
+            let n = rows.nrows();
+            // Contiguous rows: words that repeat the row above (bands: the band's first row,
+            // above its second) are copied from it.
             if let Some(buf) = rows.as_slice_mut() {
-                for r in 0..s.rows {
-                    let (above, dst) = buf.split_at_mut(r * w);
-                    let above = (r > 0).then(|| (&above[(r - 1) * w..], &s.same[r * nw..][..nw]));
-                    write_row(s, copy, r, nw, number, &mut dst[..w], above);
+                for y in 0..n {
+                    let (r, half) = (y / band, y % band);
+                    let (above, dst) = buf.split_at_mut(y * w);
+                    let repeats = if band == 1 { r > 0 } else { half == 1 };
+                    let above = repeats.then(|| (&above[(y - 1) * w..], &s.same[r * nw..][..nw]));
+                    write_row(s, copy, r, half, nw, number, &mut dst[..w], above);
                 }
                 return;
             }
-            for (r, mut out_row) in rows.axis_iter_mut(Axis(0)).enumerate() {
+            for (y, mut out_row) in rows.axis_iter_mut(Axis(0)).enumerate() {
+                let (r, half) = (y / band, y % band);
                 match out_row.as_slice_mut() {
-                    Some(dst) => write_row(s, copy, r, nw, number, dst, None),
+                    Some(dst) => write_row(s, copy, r, half, nw, number, dst, None),
                     None => {
                         let mut tmp = vec![L::default(); w];
-                        write_row(s, copy, r, nw, number, &mut tmp, None);
+                        write_row(s, copy, r, half, nw, number, &mut tmp, None);
                         out_row.iter_mut().zip(&tmp).for_each(|(d, &v)| *d = v);
                     }
                 }
@@ -353,6 +401,10 @@ pub(super) fn forest<R: JoinRule, X: Default + Send, I: Index>(
     if nstrips == 1 {
         std::mem::swap(parent, &mut strips[0].parent);
     } else {
+        let most = h * w.div_ceil(2);
+        if R::BAND_ROWS > 1 && parent.capacity() < most {
+            crate::core::alloc::grow_zeroed(parent, most);
+        }
         crate::core::alloc::grow_zeroed(parent, n);
         copy_forests(strips, parent);
     }

@@ -26,7 +26,7 @@ pub(super) fn merge_rows<R: JoinRule, I: Index>(
         t.left_c[i] = cur.occ[i] & !cur.starts[i];
         t.left_p[i] = prev.occ[i] & !prev.starts[i];
     }
-    rule.link_bits(cur.y, prev.y, 0, cur.occ, prev.occ, &mut t.up);
+    rule.link_bits(cur.y, prev.y, 0, cur.top, prev.bottom, &mut t.up);
     // A vertical link continues the previous one when both rows' runs continue too: skip it.
     shl1(&t.up, &mut t.a);
     let t_ = &*t;
@@ -48,7 +48,7 @@ pub(super) fn merge_rows<R: JoinRule, I: Index>(
         return;
     }
     // (y, x)–(yp, x−1) is redundant when (y, x−1) or (yp, x) bridges it through vertical links.
-    rule.link_bits(cur.y, prev.y, -1, cur.occ, prev.occ, &mut t.diag);
+    rule.link_bits(cur.y, prev.y, -1, cur.top, prev.bottom, &mut t.diag);
     let t_ = &*t;
     for_each_bit(
         nw,
@@ -62,7 +62,7 @@ pub(super) fn merge_rows<R: JoinRule, I: Index>(
         },
     );
     // (y, x)–(yp, x+1) is redundant when (y, x+1) or (yp, x) bridges it.
-    rule.link_bits(cur.y, prev.y, 1, cur.occ, prev.occ, &mut t.diag);
+    rule.link_bits(cur.y, prev.y, 1, cur.top, prev.bottom, &mut t.diag);
     for i in 0..nw {
         t.b[i] = t.left_c[i] & t.up[i];
     }
@@ -107,7 +107,9 @@ pub(super) fn bit(bits: &[u64], k: usize) -> bool {
 /// a dense lattice's strip has a few nodes where it has millions of runs, so the numbering and
 /// the concatenation of the forests cost next to nothing. Nodes are made in raster order either
 /// way (each row's after its joins, left to right), so the smallest node of a cluster is that
-/// of its first run, and numbering the roots in order gives the raster numbering.
+/// of its first run, and numbering the roots in order gives the raster numbering. Bands
+/// ([`super::Bands`], always with `copy`) make a row's new nodes in the order of their first
+/// sites instead ([`new_band_nodes`]), which is the raster order of the clusters they start.
 pub(super) fn label_strip<R: JoinRule, I: Index>(
     rule: &R,
     eight: bool,
@@ -116,6 +118,15 @@ pub(super) fn label_strip<R: JoinRule, I: Index>(
     nw: usize,
 ) {
     let rows = s.rows;
+    let banded = R::BAND_ROWS > 1;
+    debug_assert!(copy || !banded);
+    for v in [&mut s.top, &mut s.bottom] {
+        if banded {
+            v.resize(rows * nw, 0);
+        } else {
+            v.clear();
+        }
+    }
     s.occ.resize(rows * nw, 0);
     s.starts.resize(rows * nw, 0);
     s.row_base.resize(rows, I::default());
@@ -125,6 +136,19 @@ pub(super) fn label_strip<R: JoinRule, I: Index>(
     s.parent.clear();
     if copy {
         s.assigned.resize(nw + 1, 0);
+    }
+    if banded {
+        // Room for the most runs the strip's shape can have (⌈w/2⌉ a band), so that a reused
+        // labeler allocates nothing after its first call on a shape: a band's runs and nodes
+        // follow the lattice (a checkerboard, the most runs a lattice of rows can have, is one
+        // run a band), not only the shape.
+        let per_row = rule.dim().1.div_ceil(2);
+        let most = rows * per_row;
+        if s.lab.len() < most {
+            crate::core::alloc::grow_zeroed(&mut s.lab, most);
+        }
+        s.parent.reserve(most);
+        s.second.reserve(per_row.div_ceil(64));
     }
     s.offset = I::default();
     s.temps.resize(nw);
@@ -136,7 +160,22 @@ pub(super) fn label_strip<R: JoinRule, I: Index>(
         let mut copied = 0usize;
         {
             let occ = &mut s.occ[r * nw..(r + 1) * nw];
-            rule.row_bits(y, occ, &mut s.temps.left_c);
+            if banded {
+                rule.band_bits(
+                    y,
+                    occ,
+                    &mut s.temps.left_c,
+                    &mut s.top[r * nw..(r + 1) * nw],
+                    &mut s.bottom[r * nw..(r + 1) * nw],
+                );
+                // The band's second row repeats its first where their occupancy is the same.
+                for (i, f) in s.same[r * nw..(r + 1) * nw].iter_mut().enumerate() {
+                    let t = s.top[r * nw + i];
+                    *f = t != 0 && t == s.bottom[r * nw + i];
+                }
+            } else {
+                rule.row_bits(y, occ, &mut s.temps.left_c);
+            }
             let starts = &mut s.starts[r * nw..(r + 1) * nw];
             // A row of `w` sites has at most `w` runs: the row's count is a usize.
             let mut n = 0usize;
@@ -172,15 +211,27 @@ pub(super) fn label_strip<R: JoinRule, I: Index>(
                 assigned,
                 temps,
                 same,
+                top,
+                bottom,
                 y0,
                 ..
             } = s;
-            let row = |r: usize| Row {
-                y: *y0 + r,
-                occ: &occ[r * nw..(r + 1) * nw],
-                starts: &starts[r * nw..(r + 1) * nw],
-                base: row_base[r],
-                runs: row_runs[r],
+            let row = |r: usize| {
+                let occ = &occ[r * nw..(r + 1) * nw];
+                let (t, b) = if banded {
+                    (&top[r * nw..(r + 1) * nw], &bottom[r * nw..(r + 1) * nw])
+                } else {
+                    (occ, occ)
+                };
+                Row {
+                    y: *y0 + r,
+                    occ,
+                    top: t,
+                    bottom: b,
+                    starts: &starts[r * nw..(r + 1) * nw],
+                    base: row_base[r],
+                    runs: row_runs[r],
+                }
             };
             if copy {
                 merge_rows(rule, eight, true, row(r), row(r - 1), temps, |a, b, n| {
@@ -211,13 +262,17 @@ pub(super) fn label_strip<R: JoinRule, I: Index>(
                     }
                 });
             }
-            let (cur, prev) = (row(r), row(r - 1));
-            for (i, f) in same[r * nw..(r + 1) * nw].iter_mut().enumerate() {
-                let o = cur.occ[i];
-                *f = o != 0 && o == prev.occ[i] && temps.up[i] == o;
+            if !banded {
+                let (cur, prev) = (row(r), row(r - 1));
+                for (i, f) in same[r * nw..(r + 1) * nw].iter_mut().enumerate() {
+                    let o = cur.occ[i];
+                    *f = o != 0 && o == prev.occ[i] && temps.up[i] == o;
+                }
             }
         }
-        if copy && copied < total - base {
+        if banded && copied < total - base {
+            new_band_nodes(s, r, nw, total - base);
+        } else if copy && copied < total - base {
             // The runs that touch nothing above: new nodes, left to right (their own roots).
             let parent = &mut s.parent;
             let (first, mut next) = (parent.len(), parent.len());
@@ -237,6 +292,68 @@ pub(super) fn label_strip<R: JoinRule, I: Index>(
             }
             parent.extend((first..next).map(I::from_usize));
         }
+    }
+}
+
+/// Band `r`'s runs that touch nothing above (of its `runs`; `assigned` says which do): new
+/// nodes, their own roots, in the order of their first sites: first the runs with a site in the
+/// band's first row, left to right (their first sites are in that row, in the runs' order),
+/// then the others, left to right (theirs are in the second row).
+fn new_band_nodes<I: Index>(s: &mut Strip<I>, r: usize, nw: usize, runs: usize) {
+    let base = s.row_base[r].usize();
+    second_row_runs(
+        &s.occ[r * nw..(r + 1) * nw],
+        &s.top[r * nw..(r + 1) * nw],
+        &s.starts[r * nw..(r + 1) * nw],
+        runs,
+        &mut s.second,
+    );
+    let mut next = s.parent.len();
+    let first = next;
+    for second in [false, true] {
+        for (j, (&a, &b)) in s.assigned.iter().zip(&s.second).enumerate() {
+            let valid = if 64 * (j + 1) <= runs {
+                u64::MAX
+            } else {
+                (1u64 << (runs % 64)) - 1
+            };
+            let mut m = !a & valid & if second { b } else { !b };
+            while m != 0 {
+                s.lab[base + 64 * j + m.trailing_zeros() as usize] = I::from_usize(next);
+                next += 1;
+                m &= m - 1;
+            }
+        }
+    }
+    s.parent.extend((first..next).map(I::from_usize));
+}
+
+/// Bit `k` of `out` (`runs` bits): whether the band's run `k` has no site in the band's first
+/// row (`top`; `occ` the band's OR, `starts` its runs' starts). Word by word, with one add: a
+/// run's start added to its sites outside the first row carries past the run's end only where
+/// all its sites are outside it, and lands on the empty column after it.
+fn second_row_runs(occ: &[u64], top: &[u64], starts: &[u64], runs: usize, out: &mut Vec<u64>) {
+    out.clear();
+    out.resize(runs.div_ceil(64), 0);
+    let (mut carry, mut before) = (false, 0usize);
+    for ((&o, &t), &st) in occ.iter().zip(top).zip(starts) {
+        let (sum, c1) = (o & !t).overflowing_add(st);
+        let (sum, c2) = sum.overflowing_add(u64::from(carry));
+        carry = c1 | c2;
+        // The columns after such runs: the run ending before column b is the row's run
+        // `before + (starts below b) - 1`.
+        let mut ends = sum & !o;
+        while ends != 0 {
+            let b = ends.trailing_zeros();
+            let k = before + (st & ((1u64 << b) - 1)).count_ones() as usize - 1;
+            out[k / 64] |= 1 << (k % 64);
+            ends &= ends - 1;
+        }
+        before += st.count_ones() as usize;
+    }
+    // A run that ends with the last word's last column.
+    if carry {
+        out[(runs - 1) / 64] |= 1 << ((runs - 1) % 64);
     }
 }
 

@@ -103,6 +103,7 @@ pub(super) fn widen<I: Index, L: Index>(v: I) -> L {
 
 /// The one label of all the runs that a word's occupied sites `o` (run starts `st`) belong to,
 /// if they share one; `k` is the row's run before the word's first start, `value` a run's label.
+/// (For a band's lattice row, `o` is the band's occupancy: all the runs the word meets.)
 #[inline]
 pub(super) fn uniform<L: Index>(
     k: usize,
@@ -118,23 +119,30 @@ pub(super) fn uniform<L: Index>(
 }
 
 /// Writes row `r` of strip `s` (labeled with `copy`): each occupied site gets its run's node's
-/// cluster number, empty sites 0.
+/// cluster number, empty sites 0. For bands, the sites of the band's lattice row `half` (0, its
+/// first; 1, its second).
 ///
 /// A word with few pieces (stretches of occupied sites cut at run starts) is written with one
 /// fill per piece; a fragmented one (random lattices near p_c) site by occupied site, each site's
 /// run found by counting the run starts up to it. `above`: the row above and the words that
 /// repeat it (`Strip::same`), copied from it.
+#[allow(clippy::too_many_arguments)]
 #[inline]
 pub(super) fn write_row<I: Index, L: Index>(
     s: &Strip<I>,
     copy: bool,
     r: usize,
+    half: usize,
     nw: usize,
     number: &[I::Atomic],
     dst: &mut [L],
     above: Option<(&[L], &[bool])>,
 ) {
     let row = s.row_local(r, nw);
+    let sites = match s.edges(r, nw) {
+        Some((top, bottom)) => [top, bottom][half],
+        None => row.occ,
+    };
     // `number` of node `x` of the strip is at `offset + x + 1`; the nodes are the runs' `lab`
     // with `copy`, else the runs themselves.
     let number = &number[s.offset.usize() + 1..];
@@ -142,20 +150,23 @@ pub(super) fn write_row<I: Index, L: Index>(
         let lab = &s.lab[row.base.usize()..][..row.runs.usize()];
         write_runs(
             &row,
+            sites,
             |k| widen(I::load(&number[lab[k].usize()])),
             dst,
             above,
         );
     } else {
         let number = &number[row.base.usize()..][..row.runs.usize()];
-        write_runs(&row, |k| widen(I::load(&number[k])), dst, above);
+        write_runs(&row, sites, |k| widen(I::load(&number[k])), dst, above);
     }
 }
 
-/// [`write_row`] with `value(k)`, the label of the row's run `k`.
+/// [`write_row`] with `value(k)`, the label of the row's run `k`, into the sites `sites` (the
+/// row's occupancy, or a lattice row of a band: a band's run may start at a site empty there).
 #[inline(always)]
 pub(super) fn write_runs<I: Index, L: Index>(
     row: &Row<'_, I>,
+    sites: &[u64],
     value: impl Fn(usize) -> L,
     dst: &mut [L],
     above: Option<(&[L], &[bool])>,
@@ -168,7 +179,7 @@ pub(super) fn write_runs<I: Index, L: Index>(
     // 4-connected) stops trying after two misses more than hits.
     let mut credit = 2i32;
     for i in 0..row.occ.len() {
-        let (o, st) = (row.occ[i], row.starts[i]);
+        let (o, st) = (sites[i], row.starts[i]);
         let x0 = i * WORD;
         let out = &mut dst[x0..(x0 + WORD).min(w)];
         let mut pieces = st | (o & !(o << 1));
@@ -183,6 +194,7 @@ pub(super) fn write_runs<I: Index, L: Index>(
         }
         if o == 0 {
             out.fill(L::default());
+            k = k.wrapping_add(st.count_ones() as usize);
             continue;
         }
         let len = out.len();
@@ -200,7 +212,7 @@ pub(super) fn write_runs<I: Index, L: Index>(
             }
         } else if let Some(v) = (credit > 0 && o.count_ones() >= 32)
             .then(|| {
-                let v = uniform(k, o, st, &value);
+                let v = uniform(k, row.occ[i], st, &value);
                 credit = if v.is_some() {
                     (credit + 1).min(4)
                 } else {
