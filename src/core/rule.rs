@@ -76,6 +76,24 @@ pub(crate) fn occupancy_links(dx: isize, occ: &[u64], occ_p: &[u64], out: &mut [
     }
 }
 
+/// Row `y` of `lattice` as occupancy bits.
+pub(crate) fn pack_row<T: SiteValue>(lattice: ArrayView2<'_, T>, y: usize, out: &mut [u64]) {
+    let row = lattice.row(y);
+    match row.as_slice() {
+        Some(r) => pack_nonzero(r, out),
+        None => pack_nonzero(&row.to_vec(), out),
+    }
+}
+
+/// `left`: the sites of `occ` whose left neighbour is occupied too (joined to it where any two
+/// occupied neighbours are).
+pub(crate) fn occupied_pairs(occ: &[u64], left: &mut [u64]) {
+    shl1(occ, left);
+    for (l, &o) in left.iter_mut().zip(occ) {
+        *l &= o;
+    }
+}
+
 /// Occupancy: any two occupied neighbours are joined.
 pub(crate) struct Occupancy<'a, T> {
     pub lattice: ArrayView2<'a, T>,
@@ -94,15 +112,8 @@ impl<T: SiteValue> JoinRule for Occupancy<'_, T> {
         self.occupied(a.0, a.1) && self.occupied(b.0, b.1)
     }
     fn row_bits(&self, y: usize, occ: &mut [u64], left: &mut [u64]) {
-        let row = self.lattice.row(y);
-        match row.as_slice() {
-            Some(r) => pack_nonzero(r, occ),
-            None => pack_nonzero(&row.to_vec(), occ),
-        }
-        shl1(occ, left);
-        for (l, &o) in left.iter_mut().zip(occ.iter()) {
-            *l &= o;
-        }
+        pack_row(self.lattice, y, occ);
+        occupied_pairs(occ, left);
     }
     fn link_bits(
         &self,

@@ -14,8 +14,7 @@
 //! makes a band's new nodes in that order, so the smallest node of a
 //! cluster is still the one of its first site.
 
-use crate::core::bits::{pack_nonzero, shl1};
-use crate::core::rule::{occupancy_links, JoinRule};
+use crate::core::rule::{occupancy_links, occupied_pairs, pack_row, JoinRule};
 use crate::SiteValue;
 use ndarray::ArrayView2;
 
@@ -36,15 +35,6 @@ impl<T: SiteValue> Bands<'_, T> {
     #[inline]
     fn bottom(&self, y: usize) -> usize {
         (2 * y + 1).min(self.lattice.nrows() - 1)
-    }
-
-    /// Lattice row `y`'s occupancy bits into `out`.
-    fn pack(&self, y: usize, out: &mut [u64]) {
-        let row = self.lattice.row(y);
-        match row.as_slice() {
-            Some(r) => pack_nonzero(r, out),
-            None => pack_nonzero(&row.to_vec(), out),
-        }
     }
 
     #[inline]
@@ -81,15 +71,12 @@ impl<T: SiteValue> JoinRule for Bands<'_, T> {
 
     fn row_bits(&self, y: usize, occ: &mut [u64], left: &mut [u64]) {
         // `left` holds the second row until the OR is taken.
-        self.pack(self.top(y), occ);
-        self.pack(self.bottom(y), left);
+        pack_row(self.lattice, self.top(y), occ);
+        pack_row(self.lattice, self.bottom(y), left);
         for (o, &l) in occ.iter_mut().zip(left.iter()) {
             *o |= l;
         }
-        shl1(occ, left);
-        for (l, &o) in left.iter_mut().zip(occ.iter()) {
-            *l &= o;
-        }
+        occupied_pairs(occ, left);
     }
 
     fn band_bits(
@@ -100,15 +87,12 @@ impl<T: SiteValue> JoinRule for Bands<'_, T> {
         top: &mut [u64],
         bottom: &mut [u64],
     ) {
-        self.pack(self.top(y), top);
-        self.pack(self.bottom(y), bottom);
+        pack_row(self.lattice, self.top(y), top);
+        pack_row(self.lattice, self.bottom(y), bottom);
         for ((o, &t), &b) in occ.iter_mut().zip(top.iter()).zip(bottom.iter()) {
             *o = t | b;
         }
-        shl1(occ, left);
-        for (l, &o) in left.iter_mut().zip(occ.iter()) {
-            *l &= o;
-        }
+        occupied_pairs(occ, left);
     }
 
     /// `occ` and `occ_p` are the rows in contact: this band's first and the band before's last.
