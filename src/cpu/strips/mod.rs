@@ -286,7 +286,7 @@ fn label_with<R: JoinRule, I: Index, L: Index>(
 
     // Number the roots in raster order. (Bands: room for the most nodes of the shape, as
     // `label_strip` makes room for the strips' runs.)
-    let most = h * w.div_ceil(2);
+    let most = bands::most_band_runs(h, w);
     if banded && number.capacity() < most + 1 {
         crate::core::alloc::grow_zeroed(number, most + 1);
     }
@@ -401,7 +401,7 @@ pub(super) fn forest<R: JoinRule, X: Default + Send, I: Index>(
     if nstrips == 1 {
         std::mem::swap(parent, &mut strips[0].parent);
     } else {
-        let most = h * w.div_ceil(2);
+        let most = bands::most_band_runs(h, w);
         if R::BAND_ROWS > 1 && parent.capacity() < most {
             crate::core::alloc::grow_zeroed(parent, most);
         }

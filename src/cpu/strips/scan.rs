@@ -1,6 +1,7 @@
 //! The strip labeler's scan: rows merged by their runs, a strip's local forest, and the choice
 //! between a node per run and node copying.
 
+use super::bands::most_band_runs;
 use super::*;
 
 /// Joins the runs of `cur` to those of `prev` (the row above `cur`, or the wrapping row):
@@ -138,17 +139,15 @@ pub(super) fn label_strip<R: JoinRule, I: Index>(
         s.assigned.resize(nw + 1, 0);
     }
     if banded {
-        // Room for the most runs the strip's shape can have (⌈w/2⌉ a band), so that a reused
-        // labeler allocates nothing after its first call on a shape: a band's runs and nodes
-        // follow the lattice (a checkerboard, the most runs a lattice of rows can have, is one
-        // run a band), not only the shape.
-        let per_row = rule.dim().1.div_ceil(2);
-        let most = rows * per_row;
+        // Room for the strip's most runs, so that a reused labeler allocates nothing after its
+        // first call on a shape.
+        let w = rule.dim().1;
+        let most = most_band_runs(rows, w);
         if s.lab.len() < most {
             crate::core::alloc::grow_zeroed(&mut s.lab, most);
         }
         s.parent.reserve(most);
-        s.second.reserve(per_row.div_ceil(64));
+        s.second.reserve(most_band_runs(1, w).div_ceil(64));
     }
     s.offset = I::default();
     s.temps.resize(nw);
