@@ -90,9 +90,9 @@ pub(super) struct Strip<I = u32> {
     lab: Vec<I>,
     /// Which runs of the row being scanned have a node in `lab` (bit k: the row's run k).
     assigned: Vec<u64>,
-    /// `same[r × words(w) + i]`: word `i` of row `r > 0` holds the labels of the row above (each
-    /// occupied site joined to the one above it, the same sites empty), so the write pass copies it.
-    /// For bands ([`Bands`]): word `i` of band `r`'s second row holds the labels of its first.
+    /// `same[y × words(w) + i]`: word `i` of the strip's lattice row `y > 0` holds the labels of
+    /// the row above (each occupied site joined to the one above it, the same sites empty), so the
+    /// write pass copies it. (Bands: two lattice rows a row.)
     same: Vec<bool>,
     /// For bands: the occupancy of each band's first and last lattice rows (`rows × words(w)`),
     /// empty otherwise.
@@ -307,14 +307,12 @@ fn label_with<R: JoinRule, I: Index, L: Index>(
         .zip(strips.par_iter())
         .for_each(|(mut rows, s)| {
             let n = rows.nrows();
-            // Contiguous rows: words that repeat the row above (bands: the band's first row,
-            // above its second) are copied from it.
+            // Contiguous rows: words that repeat the row above are copied from it.
             if let Some(buf) = rows.as_slice_mut() {
                 for y in 0..n {
                     let (r, half) = (y / band, y % band);
                     let (above, dst) = buf.split_at_mut(y * w);
-                    let repeats = if band == 1 { r > 0 } else { half == 1 };
-                    let above = repeats.then(|| (&above[(y - 1) * w..], &s.same[r * nw..][..nw]));
+                    let above = (y > 0).then(|| (&above[(y - 1) * w..], &s.same[y * nw..][..nw]));
                     write_row(s, copy, r, half, nw, number, &mut dst[..w], above);
                 }
                 return;

@@ -132,7 +132,8 @@ pub(super) fn label_strip<R: JoinRule, I: Index>(
     s.starts.resize(rows * nw, 0);
     s.row_base.resize(rows, I::default());
     s.row_runs.resize(rows, I::default());
-    s.same.resize(rows * nw, false);
+    // (A flag per lattice row: bands have two.)
+    s.same.resize(rows * R::BAND_ROWS * nw, false);
     s.same[..nw].fill(false);
     s.parent.clear();
     if copy {
@@ -167,10 +168,16 @@ pub(super) fn label_strip<R: JoinRule, I: Index>(
                     &mut s.top[r * nw..(r + 1) * nw],
                     &mut s.bottom[r * nw..(r + 1) * nw],
                 );
-                // The band's second row repeats its first where their occupancy is the same.
-                for (i, f) in s.same[r * nw..(r + 1) * nw].iter_mut().enumerate() {
-                    let t = s.top[r * nw + i];
-                    *f = t != 0 && t == s.bottom[r * nw + i];
+                // A word of a lattice row repeats the row above where their occupancy is the
+                // same (any two occupied neighbours are joined): the band's first row the band
+                // above's last, its second row its first.
+                let (top, bottom) = (&s.top[r * nw..], &s.bottom[r * nw..]);
+                let same = &mut s.same[2 * r * nw..(2 * r + 2) * nw];
+                let (first, second) = same.split_at_mut(nw);
+                for i in 0..nw {
+                    let t = top[i];
+                    first[i] = r > 0 && t != 0 && t == s.bottom[(r - 1) * nw + i];
+                    second[i] = t != 0 && t == bottom[i];
                 }
             } else {
                 rule.row_bits(y, occ, &mut s.temps.left_c);
