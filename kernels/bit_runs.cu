@@ -58,6 +58,9 @@
 // 1 + 0.5 + 1 + 0.5 + 4 bytes, against 1 + 4 + 4 + 4f (raw; f ≈ 0.46) or + 4 (canonical) for
 // br_local and br_final.
 //
+// Bands (BANDS below; 8-connected labelings in tall tiles): the nodes are the runs of two-row
+// bands, and br_write takes a warp per band.
+//
 // Label width. LABEL64 = 0 (the default) is the 32-bit build, whose code is what it always was
 // (label_t = idx_t = u32, LFLAG = FLAG). LABEL64 = 1 labels lattices of any size into 64-bit
 // labels: site indices, the label array (the global forest), its FLAG bit (63), the ranks and the
@@ -220,6 +223,28 @@ __device__ __forceinline__ u32* plane(u32* sm, u32 p, u32 r) {
     return sm + OFF_PLANES + (p * TH + r) * TWW;
 }
 
+// Bands (8-connected occupancy, 32-bit labels; BBDT's 2 x 2 blocks, Grana et al. 2010, done with
+// runs): with 8-connectivity any two occupied sites of a two-row band in the same or neighbouring
+// columns are neighbours, so within a band the clusters are the runs of the two rows' OR. The
+// union-find nodes are then the bands' runs (a half to an eighth as many as the rows', from
+// p_c to density 0.8), and only a band's last row touches the next band's first. A band's nodes
+// are numbered by column; a node's own fields (row, column) are its first site (its first site
+// in the band's first row if it has one), and a local root's become its component's first site
+// after the unions (br_label_tile). br_label_tile's planes in band mode: P_OCC holds the lattice
+// rows, P_JL row b band b's OR and row NB + b its joins to the left; OFF_EXCL row b band b's
+// first-node offsets and row NB + b the first sites in the band's first row of its runs.
+// Not for short tiles (8 bands to 16 warps; at 2048², whose tiles' time is their latency, 3-6 µs
+// slower), the analysis (its records sum rows) or 64-bit labels.
+#if CONN8 && !SEGMENTS && !LABEL64 && !SHORT_TILES
+#define BANDS 1
+#else
+#define BANDS 0
+#endif
+#define NB (TH / 2u)
+__device__ __forceinline__ u32* band_occ(u32* sm, u32 b) { return plane(sm, P_JL, b); }
+__device__ __forceinline__ u32* band_jl(u32* sm, u32 b) { return plane(sm, P_JL, NB + b); }
+__device__ __forceinline__ u32* band_first(u32* sm, u32 b) { return sm + OFF_EXCL + (NB + b) * TWW; }
+
 // Bit j set when byte j of v is nonzero.
 __device__ __forceinline__ u32 nz4(u32 v) {
     u32 t = (((v & 0x7f7f7f7fu) + 0x7f7f7f7fu) | v) & 0x80808080u;
@@ -251,6 +276,23 @@ __device__ __forceinline__ u32 warp_incl_scan(u32 v, u32 lane) {
 
 // Bits 0..=i.
 __device__ __forceinline__ u32 le_mask(u32 i) { return FULL >> (31 - i); }
+
+// a + b with the warp's 32 words as one 1024-bit number (lane 0 the lowest word; the carry out
+// of lane 31 is dropped): a lane generates a carry (G) or passes one on (P), and the carries
+// into the lanes are those of the 32-bit sum G + (G | P), less P. Every lane must call it.
+__device__ __forceinline__ u32 wide_add(u32 a, u32 b, u32 lane) {
+    const u32 s = a + b;
+    const u32 gen = __ballot_sync(FULL, s < a), pass = __ballot_sync(FULL, s == FULL);
+    return s + (((gen + (gen | pass)) ^ pass) >> lane & 1u);
+}
+
+// Of each run of m (run starts rs, across the warp's row) that holds a site of `row` (a subset
+// of m), the first such site: adding its start to the run's sites outside `row` carries up to
+// it (or past the run's end, where it has none). Every lane must call it.
+__device__ __forceinline__ u32 first_in_runs(u32 m, u32 rs, u32 row, u32 lane) {
+    const u32 x = m & ~row;
+    return (wide_add(x, rs & x, lane) & ~x & m) | (rs & row);
+}
 
 __device__ __forceinline__ u32 e_par(u32 e) { return (e & ~EDGE) >> PAR_SHIFT; }
 
@@ -320,7 +362,9 @@ __device__ __forceinline__ void br_mark_edge(u32* ent, u32 n) {
     if (!(((volatile u32*)ent)[r] & EDGE)) atomicOr(ent + r, EDGE);
 }
 
-// 1. The tile's rows as masks in shared memory (the planes), then a barrier.
+// 1. The tile's rows as masks in shared memory (the planes), then a barrier. (Bands: occupancy
+// only; br_run_bases forms the bands' joins.)
+template <bool BAND>
 __device__ __forceinline__ void br_load_masks(const site_t* __restrict__ in, const Geo& g,
                                               const BrTile& t, u32 vec, u32* sm) {
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -363,20 +407,48 @@ __device__ __forceinline__ void br_load_masks(const site_t* __restrict__ in, con
         plane(sm, P_DR, r)[lane] = dr;
 #else
         if (r < t.rows) occ = load_occ(in, g, y, x, vec & 1u);
-        jl = occ & shl1(occ, lane);
+        if (!BAND) jl = occ & shl1(occ, lane);
 #endif
         plane(sm, P_OCC, r)[lane] = occ;
-        plane(sm, P_JL, r)[lane] = jl;
+        if (!BAND) plane(sm, P_JL, r)[lane] = jl;
     }
     __syncthreads();
 }
 
 // 2. Run starts and their ranks in each row (excl), the rows' first nodes (rowbase, with the
-// node count at rowbase[TH]); returns the node count. Barriers before and after.
+// node count at rowbase[TH]); returns the node count. Barriers before and after. Bands: the same
+// per band (rowbase[NB] the count), from the OR of its rows, whose joins and first sites in the
+// band's first row go to their planes.
+template <bool BAND>
 __device__ __forceinline__ u32 br_run_bases(u32* sm) {
     u32* excl_pl = sm + OFF_EXCL;
     u32* rowbase = sm + OFF_ROWBASE;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (BAND) {
+        if (warp < NB) { // uniform across the warp
+            const u32 b = warp;
+            const u32 top = plane(sm, P_OCC, 2u * b)[lane];
+            const u32 m = top | plane(sm, P_OCC, 2u * b + 1u)[lane];
+            const u32 jl = m & shl1(m, lane), rs = m & ~jl;
+            band_occ(sm, b)[lane] = m;
+            band_jl(sm, b)[lane] = jl;
+            band_first(sm, b)[lane] = first_in_runs(m, rs, top, lane);
+            const u32 c = __popc(rs);
+            const u32 incl = warp_incl_scan(c, lane);
+            excl_pl[b * TWW + lane] = incl - c;
+            if (lane == 31) rowbase[b] = incl;
+        }
+        __syncthreads();
+        if (warp == 0) {
+            const u32 tot = lane < NB ? rowbase[lane] : 0u;
+            const u32 incl = warp_incl_scan(tot, lane);
+            __syncwarp();
+            if (lane < NB) rowbase[lane] = incl - tot;
+            if (lane == 31) rowbase[NB] = incl;
+        }
+        __syncthreads();
+        return rowbase[NB];
+    }
 #pragma unroll
     for (u32 j = 0; j < RPW; j++) {
         const u32 r = warp + j * BR_WARPS;
@@ -400,7 +472,9 @@ __device__ __forceinline__ u32 br_run_bases(u32* sm) {
 
 // Loads the tile's rows as masks, numbers the runs, unites them in shared memory, points every
 // node at its root and marks the components that touch the tile's edge. Returns the node count;
-// `mine` gets this thread's roots (bit k: node threadIdx.x + BR_THREADS k).
+// `mine` gets this thread's roots (bit k: node threadIdx.x + BR_THREADS k). BAND: the nodes are
+// the bands' runs, and the rows of nodes (r below) are bands.
+template <bool BAND>
 __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, const Geo& g,
                                              const BrTile& t, u32 vec, u32* sm, u32& mine,
                                              u32* multi) {
@@ -408,8 +482,11 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
     u32* excl_pl = sm + OFF_EXCL;
     u32* rowbase = sm + OFF_ROWBASE;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    br_load_masks(in, g, t, vec, sm);
-    const u32 nodes = br_run_bases(sm);
+    br_load_masks<BAND>(in, g, t, vec, sm);
+    const u32 nodes = br_run_bases<BAND>(sm);
+    // Rows of nodes (bands hold two lattice rows, the last one maybe one).
+    const u32 node_rows = BAND ? (t.rows + 1u) >> 1 : t.rows;
+    const u32 jl_row = BAND ? NB : 0u; // a row of nodes' joins in P_JL
 
     // 3. Contacts with the row above where they begin (a contact continues the one at x - 1
     // when both runs continue too; a diagonal one is implied by a vertical one of either run's
@@ -420,25 +497,34 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
 #pragma unroll
     for (u32 j = 0; j < RPW; j++) {
         const u32 r = warp + j * BR_WARPS;
-        const u32 occA = plane(sm, P_OCC, r)[lane], jlA = plane(sm, P_JL, r)[lane];
+        rem_v[j] = rem_dl[j] = rem_dr[j] = 0;
+        if (BAND && r >= NB) continue; // uniform across the warp
+        const u32 occA = plane(sm, BAND ? P_JL : P_OCC, r)[lane];
+        const u32 jlA = plane(sm, P_JL, jl_row + r)[lane];
         const u32 rsA = occA & ~jlA;
         const u32 nbA = rowbase[r] + excl_pl[r * TWW + lane];
         u32 ev = 0, edl = 0, edr = 0, rsB = 0, nbB = 0, rsB_next = 0;
-        if (r > 0 && r < t.rows) { // uniform across the warp
-            const u32 occB = plane(sm, P_OCC, r - 1)[lane], jlB = plane(sm, P_JL, r - 1)[lane];
+        if (r > 0 && r < node_rows) { // uniform across the warp
+            const u32 occB = plane(sm, BAND ? P_JL : P_OCC, r - 1)[lane];
+            const u32 jlB = plane(sm, P_JL, jl_row + r - 1)[lane];
             rsB = occB & ~jlB;
             nbB = rowbase[r - 1] + excl_pl[(r - 1) * TWW + lane];
+            // The rows that meet: a band's first and the band above's last.
+            const u32 up = BAND ? plane(sm, P_OCC, 2u * r)[lane] : occA;
+            const u32 down = BAND ? plane(sm, P_OCC, 2u * r - 1u)[lane] : occB;
 #if SEGMENTS
             const u32 v = plane(sm, P_V, r)[lane];
+            (void)up;
+            (void)down;
 #else
-            const u32 v = occA & occB;
+            const u32 v = up & down;
 #endif
             ev = v & ~(shl1(v, lane) & jlA & jlB);
 #if CONN8
 #if SEGMENTS
             const u32 dl = plane(sm, P_DL, r)[lane], dr = plane(sm, P_DR, r)[lane];
 #else
-            const u32 dl = occA & shl1(occB, lane), dr = occA & shr1(occB, lane);
+            const u32 dl = up & shl1(down, lane), dr = up & shr1(down, lane);
 #endif
             const u32 jlBr = shr1(jlB, lane);
             edl = dl & ~(v & jlB) & ~(shl1(dl, lane) & jlA & shl1(jlB, lane)) &
@@ -473,7 +559,8 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
                     edr &= ~bit;
                 }
             }
-            ent[n] = (par << PAR_SHIFT) | (r << 10) | (32u * lane + i);
+            // (Bands: the run's first site in the band's second row, until the pass below.)
+            ent[n] = (par << PAR_SHIFT) | ((BAND ? 2u * r + 1u : r) << 10) | (32u * lane + i);
             n++;
         }
         rem_v[j] = ev;
@@ -481,13 +568,25 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
         rem_dr[j] = edr;
     }
     __syncthreads();
+    if (BAND && warp < node_rows) { // uniform across the warp
+        // A band's runs with a site in its first row: that site is their first.
+        const u32 b = warp;
+        const u32 rs = band_occ(sm, b)[lane] & ~band_jl(sm, b)[lane];
+        const u32 nb = rowbase[b] + excl_pl[b * TWW + lane];
+        for (u32 m = band_first(sm, b)[lane]; m; m &= m - 1) {
+            const u32 i = __ffs(m) - 1;
+            const u32 n = nb + __popc(rs & le_mask(i)) - 1;
+            ent[n] = (ent[n] & ~OWN_MASK) | (2u * b) << 10 | (32u * lane + i);
+        }
+    }
+    if (BAND) __syncthreads();
 
     // First contacts make chains as deep as the tile is tall (each run's parent is in the row
     // above), and the unions' finds below would climb them (three times the unions' time). Row
     // by row, each run takes its parent's parent, which the row above already holds: then every
     // node points at the root of its first-contact tree (its "tree root"), which points at
     // itself.
-    for (u32 r = 1; r < t.rows; r++) {
+    for (u32 r = 1; r < node_rows; r++) {
         for (u32 n = rowbase[r] + threadIdx.x; n < rowbase[r + 1]; n += BR_THREADS) {
             const u32 e = ent[n];
             const u32 p = e_par(e);
@@ -509,9 +608,11 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
         const u32 r = warp + j * BR_WARPS;
         const u32 ev = rem_v[j], edl = rem_dl[j], edr = rem_dr[j];
         u32 all = ev | edl | edr;
-        if (r == 0 || r >= t.rows) continue; // uniform across the warp
-        const u32 occA = plane(sm, P_OCC, r)[lane], jlA = plane(sm, P_JL, r)[lane];
-        const u32 occB = plane(sm, P_OCC, r - 1)[lane], jlB = plane(sm, P_JL, r - 1)[lane];
+        if (r == 0 || r >= node_rows) continue; // uniform across the warp
+        const u32 occA = plane(sm, BAND ? P_JL : P_OCC, r)[lane];
+        const u32 jlA = plane(sm, P_JL, jl_row + r)[lane];
+        const u32 occB = plane(sm, BAND ? P_JL : P_OCC, r - 1)[lane];
+        const u32 jlB = plane(sm, P_JL, jl_row + r - 1)[lane];
         const u32 rsA = occA & ~jlA, rsB = occB & ~jlB;
         const u32 nbA = rowbase[r] + excl_pl[r * TWW + lane];
         const u32 nbB = rowbase[r - 1] + excl_pl[(r - 1) * TWW + lane];
@@ -586,18 +687,47 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
         if (!((multi[r >> 5] >> (r & 31)) & 1u)) atomicOr(multi + (r >> 5), 1u << (r & 31));
     }
     __syncthreads();
+    if (BAND) {
+        // A local root is its component's first run in its first band, but the component's
+        // first site may be another run's there (one in the band's first row where the root's
+        // sites are all in its second): the root takes the least own fields of its band's nodes.
+        // (The parent fields of a root are its own number; the own fields of a band's nodes
+        // order as their sites.)
+        for (u32 n = threadIdx.x; n < nodes; n += BR_THREADS) {
+            const u32 e = ent[n];
+            const u32 r = e_par(e);
+            const u32 own = e & OWN_MASK, rown = ((volatile u32*)ent)[r] & OWN_MASK;
+            if (r != n && own < rown && (own >> 11) == (rown >> 11))
+                atomicMin(ent + r, (r << PAR_SHIFT) | own);
+        }
+        __syncthreads();
+    }
 
     // 5. Components on the tile's edge: every run of the first and last rows, the runs holding
-    // the first and last columns.
+    // the first and last columns. (Bands: the first band's runs with a site in its first row,
+    // the last band's with one in the tile's last row.)
     const u32 last_row = t.rows - 1, last_col = t.cols - 1;
 #pragma unroll
     for (u32 j = 0; j < RPW; j++) {
         const u32 r = warp + j * BR_WARPS;
-        if (r >= t.rows) continue;
-        const u32 occ = plane(sm, P_OCC, r)[lane];
-        const u32 rs = occ & ~plane(sm, P_JL, r)[lane];
+        if (r >= node_rows) continue;
+        const u32 occ = plane(sm, BAND ? P_JL : P_OCC, r)[lane];
+        const u32 rs = occ & ~plane(sm, P_JL, jl_row + r)[lane];
         const u32 nb = rowbase[r] + excl_pl[r * TWW + lane];
-        if (r == 0 || r == last_row) {
+        if (BAND && (r == 0 || r == node_rows - 1) && node_rows > 1) {
+            // (One band holds both edge rows: all its runs, as below.) The runs of the band's
+            // row `edge` hold each one first site there.
+            const u32 edge = r == 0 ? 0u : last_row;
+            const u32 eo = plane(sm, P_OCC, edge)[lane];
+            const u32 firsts = (edge & 1u) ? first_in_runs(occ, rs, eo, lane)
+                                           : (r == 0 ? band_first(sm, r)[lane]
+                                                     : rs); // one-row last band: all its runs
+            for (u32 m = firsts; m; m &= m - 1)
+                br_mark_edge(ent, nb + __popc(rs & le_mask(__ffs(m) - 1)) - 1);
+            if (lane == 0 && (occ & 1u)) br_mark_edge(ent, nb);
+            if (lane == (last_col >> 5) && ((occ >> (last_col & 31)) & 1u))
+                br_mark_edge(ent, nb + __popc(rs & le_mask(last_col & 31)) - 1);
+        } else if (r == 0 || r == node_rows - 1) {
             for (u32 k = 0, m = rs; m; m &= m - 1, k++) br_mark_edge(ent, nb + k);
         } else {
             if (lane == 0 && (occ & 1u)) br_mark_edge(ent, nb);
@@ -672,7 +802,8 @@ __device__ __forceinline__ void store_chunk(u32* out, u32 c0, u32 lane, u32 cols
 
 // Every site of the tile once, coalesced, from its node's entry (the label, or the forest: see
 // br_local_body): lane k writes columns 4k..4k+3 of each 128-column chunk, whose word (k / 8 of
-// the chunk's four) comes from its lane by shuffle.
+// the chunk's four) comes from its lane by shuffle. BAND: a row's runs are its band's.
+template <bool BAND>
 __device__ __forceinline__ void br_store_labels(u32* L, const Geo& g, const BrTile& t, u32 vec,
                                                 const u32* sm, bool forest_only) {
     const u32* ent = sm;
@@ -683,9 +814,12 @@ __device__ __forceinline__ void br_store_labels(u32* L, const Geo& g, const BrTi
     for (u32 j = 0; j < RPW; j++) {
         const u32 r = warp + j * BR_WARPS;
         if (r >= t.rows) continue; // uniform across the warp
-        const u32 occ_l = plane(const_cast<u32*>(sm), P_OCC, r)[lane];
-        const u32 rs_l = occ_l & ~plane(const_cast<u32*>(sm), P_JL, r)[lane];
-        const u32 nb_l = rowbase[r] + excl_pl[r * TWW + lane];
+        u32* smw = const_cast<u32*>(sm);
+        const u32 nr = BAND ? r >> 1 : r; // the row of nodes
+        const u32 occ_l = plane(smw, P_OCC, r)[lane];
+        const u32 rs_l = BAND ? band_occ(smw, nr)[lane] & ~band_jl(smw, nr)[lane]
+                              : occ_l & ~plane(smw, P_JL, r)[lane];
+        const u32 nb_l = rowbase[nr] + excl_pl[nr * TWW + lane];
         u32* out = L + (t.y0 + r) * g.w + t.x0;
         if (forest_only && r != 0 && r != t.rows - 1) {
             // Forest only: the later passes read the labels of tile-edge sites (the seams, the
@@ -724,7 +858,10 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     if (ANA)
         for (u32 i = threadIdx.x; i < MAXN / 32u; i += BR_THREADS) sm[OFF_MULTI + i] = 0;
     u32 mine;
-    const u32 nodes = br_label_tile(in, g, t, vec, sm, mine, ANA ? sm + OFF_MULTI : nullptr);
+    // Bands for labelings (the analysis's records count rows).
+    constexpr bool BAND = BANDS && !ANA;
+    const u32 nodes =
+        br_label_tile<BAND>(in, g, t, vec, sm, mine, ANA ? sm + OFF_MULTI : nullptr);
     u32* ent = sm;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
@@ -842,7 +979,7 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
         }
     }
 #else
-    br_store_labels(L, g, t, vec, sm, forest_only);
+    br_store_labels<BAND>(L, g, t, vec, sm, forest_only);
 #endif
 }
 
@@ -951,6 +1088,36 @@ br_write(const site_t* __restrict__ in, u32* L, const u16* __restrict__ RT, Geo 
     const u32 tx = blockIdx.x, x0 = tx * TW;
     const u32 cols = min(TW, g.w - x0);
     u32* lab = labels[warp];
+#if BANDS
+    // A warp a band: its runs are those of its two rows' OR, labeled once for both rows.
+    for (u32 y = 2u * (blockIdx.y * 8u + warp); y < g.h; y += 2u * gridDim.y * 8u) {
+        const u32 ty = y / TH, y0 = ty * TH;
+        const u16* rt = RT + (u64)(ty * tiles_x + tx) * RT_TILE;
+        const u32 x = x0 + 32u * lane;
+        const u32 top = load_occ(in, g, y, x, vec & 1u);
+        const u32 bot = y + 1 < g.h ? load_occ(in, g, y + 1, x, vec & 1u) : 0u;
+        const u32 m = top | bot;
+        const u32 rs_l = m & ~shl1(m, lane);
+        const u32 starts = __popc(rs_l);
+        const u32 incl = warp_incl_scan(starts, lane);
+        const u32 nb_l = incl - starts; // the word's first run in the band
+        const u32 runs = __shfl_sync(FULL, incl, 31);
+        const u16* node = rt + TH + rt[(y - y0) >> 1];
+        __syncwarp(); // the last band's reads of `lab` are over
+        for (u32 i = lane; i < runs; i += 32u)
+            lab[i] = br_run_label(L, g, y0, x0, node[i], canonical, rk, tiles_x);
+        __syncwarp();
+        for (u32 h = 0; h < 2u && y + h < g.h; h++) {
+            u32* out = L + (y + h) * g.w + x0;
+            const u32 occ_l = h ? bot : top;
+            for (u32 c0 = 0; c0 < cols; c0 += 128u) {
+                u32 v[4];
+                chunk_sites(occ_l, rs_l, nb_l, c0, lane, [&](u32 n) { return lab[n]; }, v);
+                store_chunk(out, c0, lane, cols, vec, v);
+            }
+        }
+    }
+#else
     for (u32 y = blockIdx.y * 8u + warp; y < g.h; y += gridDim.y * 8u) { // uniform in a warp
         const u32 ty = y / TH, y0 = ty * TH;
         const u16* rt = RT + (u64)(ty * tiles_x + tx) * RT_TILE;
@@ -973,6 +1140,7 @@ br_write(const site_t* __restrict__ in, u32* L, const u16* __restrict__ RT, Geo 
             store_chunk(out, c0, lane, cols, vec, v);
         }
     }
+#endif
 }
 #endif
 
