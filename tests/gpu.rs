@@ -201,7 +201,12 @@ fn missing_driver_is_an_error_not_a_panic() {
 #[ignore = "needs a CUDA device"]
 fn write_once_labels_match_the_cpu() {
     let mut rng = StdRng::seed_from_u64(7);
-    for (h, w) in [(97, 128 * 1024 + 37), (128, 128 * 1024 + 16)] {
+    // (117 rows: the last tile's 21 rows end in a one-row band.)
+    for (h, w) in [
+        (97, 128 * 1024 + 37),
+        (128, 128 * 1024 + 16),
+        (117, 96 * 1024 + 5),
+    ] {
         for c in CONNECTIVITIES {
             let pc = if c == Connectivity::Four {
                 0.5927
@@ -215,6 +220,17 @@ fn write_once_labels_match_the_cpu() {
             // Segments: runs of equal values that touch without joining.
             let seg = Array2::from_shape_fn((h, w), |_| [0u8, 1, 2, 2][rng.random_range(0..4)]);
             lattices.push((seg, true));
+            // Rows of one parity dense, the others sparse: 8-connected bands whose runs span
+            // many words with their first site of the band's first row far along them (or none),
+            // and components whose first band has runs of the second row only left of the first
+            // row's.
+            for dense in [0, 1] {
+                let rows = Array2::from_shape_fn((h, w), |(y, _)| {
+                    let p = if y % 2 == dense { 0.97 } else { 0.01 };
+                    u8::from(rng.random_bool(p))
+                });
+                lattices.push((rows, false));
+            }
             for b in BOUNDARIES {
                 for (lat, segments) in &lattices {
                     let cpu = Labeler::new(c, b)
