@@ -503,10 +503,10 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
         const u32 jlA = plane(sm, P_JL, jl_row + r)[lane];
         const u32 rsA = occA & ~jlA;
         const u32 nbA = rowbase[r] + excl_pl[r * TWW + lane];
-        u32 ev = 0, edl = 0, edr = 0, rsB = 0, nbB = 0, rsB_next = 0;
+        u32 ev = 0, edl = 0, edr = 0, rsB = 0, nbB = 0, rsB_next = 0, jlB = 0;
         if (r > 0 && r < node_rows) { // uniform across the warp
             const u32 occB = plane(sm, BAND ? P_JL : P_OCC, r - 1)[lane];
-            const u32 jlB = plane(sm, P_JL, jl_row + r - 1)[lane];
+            jlB = plane(sm, P_JL, jl_row + r - 1)[lane];
             rsB = occB & ~jlB;
             nbB = rowbase[r - 1] + excl_pl[(r - 1) * TWW + lane];
             // The rows that meet: a band's first and the band above's last.
@@ -547,16 +547,32 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
             if (cand) {
                 const u32 f = __ffs(cand) - 1;
                 const u32 bit = 1u << f, le = le_mask(f);
+                u32 cb; // the column of the run above met (32 or more: another word)
                 if (ev & bit) {
                     par = nbB + __popc(rsB & le) - 1;
                     ev &= ~bit;
+                    cb = f;
                 } else if (edl & bit) {
                     par = f == 0 ? nbB - 1 : nbB + __popc(rsB & (le >> 1)) - 1;
                     edl &= ~bit;
+                    cb = f - 1;
                 } else {
                     par = f == 31 ? nbB + __popc(rsB) + rsB_next - 1
                                   : nbB + __popc(rsB & ((le << 1) | 1u)) - 1;
                     edr &= ~bit;
+                    cb = f + 1;
+                }
+                if (BAND && cb < 32u) {
+                    // A band's rows leave gaps between its contacts with one long run above:
+                    // the run's other contacts in this word with the parent's run are the
+                    // same union.
+                    const u32 below = rsB & le_mask(cb), above = ~jlB & ~le_mask(cb);
+                    const u32 lo = below ? 31u - __clz(below) : 0u;
+                    const u32 hi = above ? __ffs(above) - 2u : 31u;
+                    const u32 ext = le_mask(hi) & ~(lo ? le_mask(lo - 1u) : 0u);
+                    ev &= ~(run & ext);
+                    edl &= ~(run & (ext << 1));
+                    edr &= ~(run & (ext >> 1));
                 }
             }
             // (Bands: the run's first site in the band's second row, until the pass below.)
@@ -622,21 +638,32 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
         (void)edl;
         (void)edr;
 #endif
+        // (Bands: a pair met just before, in this word, is not united again.)
+        u32 last_a = FULL, last_b = FULL;
         while (all) {
             const u32 i = __ffs(all) - 1;
             all &= all - 1;
             const u32 le = le_mask(i);
             const u32 na = nbA + __popc(rsA & le) - 1;
-            if ((ev >> i) & 1u) br_unite(ent, na, nbB + __popc(rsB & le) - 1);
+            if ((ev >> i) & 1u) {
+                const u32 nb = nbB + __popc(rsB & le) - 1;
+                if (!BAND || na != last_a || nb != last_b) br_unite(ent, na, nb);
+                last_a = na;
+                last_b = nb;
+            }
 #if CONN8
             if ((edl >> i) & 1u) {
                 const u32 nb = i == 0 ? nbB - 1 : nbB + __popc(rsB & (le >> 1)) - 1;
-                br_unite(ent, na, nb);
+                if (!BAND || na != last_a || nb != last_b) br_unite(ent, na, nb);
+                last_a = na;
+                last_b = nb;
             }
             if ((edr >> i) & 1u) {
                 const u32 nb = i == 31 ? nbB + __popc(rsB) + rsB_next - 1
                                        : nbB + __popc(rsB & ((le << 1) | 1u)) - 1;
-                br_unite(ent, na, nb);
+                if (!BAND || na != last_a || nb != last_b) br_unite(ent, na, nb);
+                last_a = na;
+                last_b = nb;
             }
 #endif
         }
