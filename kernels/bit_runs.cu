@@ -58,8 +58,8 @@
 // 1 + 0.5 + 1 + 0.5 + 4 bytes, against 1 + 4 + 4 + 4f (raw; f ≈ 0.46) or + 4 (canonical) for
 // br_local and br_final.
 //
-// Bands (BANDS below; 8-connected labelings in tall tiles): the nodes are the runs of two-row
-// bands, and br_write takes a warp per band.
+// Bands (BANDS below; 8-connected occupancy in 32-row tiles, labelings and the analysis): the
+// nodes are the runs of two-row bands, and br_write takes a warp per band.
 //
 // Label width. LABEL64 = 0 (the default) is the 32-bit build, whose code is what it always was
 // (label_t = idx_t = u32, LFLAG = FLAG). LABEL64 = 1 labels lattices of any size into 64-bit
@@ -234,7 +234,7 @@ __device__ __forceinline__ u32* plane(u32* sm, u32 p, u32 r) {
 // rows, P_JL row b band b's OR and row NB + b its joins to the left; OFF_EXCL row b band b's
 // first-node offsets and row NB + b the first sites in the band's first row of its runs.
 // Not for short tiles (8 bands to 16 warps; at 2048², whose tiles' time is their latency, 3-6 µs
-// slower), the analysis (its records sum rows) or 64-bit labels.
+// slower) or 64-bit labels; the analysis's records sum a band run's two rows (band_sums).
 #if CONN8 && !SEGMENTS && !LABEL64 && !SHORT_TILES
 #define BANDS 1
 #else
@@ -885,8 +885,7 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     if (ANA)
         for (u32 i = threadIdx.x; i < MAXN / 32u; i += BR_THREADS) sm[OFF_MULTI + i] = 0;
     u32 mine;
-    // Bands for labelings (the analysis's records count rows).
-    constexpr bool BAND = BANDS && !ANA;
+    constexpr bool BAND = BANDS;
     const u32 nodes =
         br_label_tile<BAND>(in, g, t, vec, sm, mine, ANA ? sm + OFF_MULTI : nullptr);
     u32* ent = sm;
@@ -894,7 +893,7 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
 
     if (ANA) {
         // (br_label_tile marked the roots of more than one run in OFF_MULTI.)
-        br_records(sm, g, t, nodes, mine, rec);
+        br_records<BAND>(sm, g, t, nodes, mine, rec);
     }
 
     // Each entry becomes its node's label, local root + 1: non-roots first (reading their

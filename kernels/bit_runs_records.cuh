@@ -54,16 +54,83 @@ __device__ __forceinline__ u32 run_sq(u32 c, u32 len) {
     return e * (e + 1) * (2 * e + 1) / 6 - (c ? (c - 1) * c * (2 * c - 1) / 6 : 0u);
 }
 
-// The length of the run that starts at column c of tile row r: up to the next site that is not
-// joined to its left neighbour (JL clear: empty, or another run's start).
-__device__ __forceinline__ u32 run_len(const u32* sm, u32 r, u32 c) {
-    const u32* jl = plane(const_cast<u32*>(sm), P_JL, r);
+// The length of the run that starts at column c of a row whose joins to the left are jl: up to
+// the next site that is not joined to its left neighbour (JL clear: empty, or another run's
+// start).
+__device__ __forceinline__ u32 run_len(const u32* jl, u32 c) {
     u32 w = c >> 5;
     const u32 b = c & 31;
     u32 z = b == 31 ? 0u : ~jl[w] & (FULL << (b + 1));
     while (!z && ++w < TWW) z = ~jl[w];
     const u32 end = z ? 32u * w + __ffs(z) - 1 : TW;
     return end - c;
+}
+
+// Sums over the set bits of m of their positions, and of their squares (bit k of a position
+// counted by a popcount against the mask of positions with bit k set).
+__device__ __forceinline__ u32 bit_sum(u32 m) {
+    return __popc(m & 0xaaaaaaaau) + 2u * __popc(m & 0xccccccccu) + 4u * __popc(m & 0xf0f0f0f0u) +
+           8u * __popc(m & 0xff00ff00u) + 16u * __popc(m & 0xffff0000u);
+}
+__device__ __forceinline__ u32 bit_sq(u32 m) {
+    const u32 pat[5] = {0xaaaaaaaau, 0xccccccccu, 0xf0f0f0f0u, 0xff00ff00u, 0xffff0000u};
+    u32 s = 0;
+#pragma unroll
+    for (u32 k = 0; k < 5; k++) {
+        s += (1u << (2 * k)) * __popc(m & pat[k]);
+#pragma unroll
+        for (u32 l = k + 1; l < 5; l++) s += (2u << (k + l)) * __popc(m & pat[k] & pat[l]);
+    }
+    return s;
+}
+
+// Band node n's sums as the accumulators take them (size, sum y, sum y^2, sum x, sum x^2 low 16
+// bits and the rest, x_min, x_max, y_max); r is a row of its band. Its run is its band's (the OR
+// of the band's rows), found by its rank among the band's runs (a local root's own fields are
+// its component's first site, which may lie in another of its runs), and its sites are the two
+// rows' in that run; without moments the coordinate sums are left 0.
+__device__ __forceinline__ void band_sums(const u32* sm, u32 n, u32 r, bool mom,
+                                          u32 v[ACC_FIELDS]) {
+    u32* smw = const_cast<u32*>(sm);
+    const u32 b = r >> 1;
+    const u32 *m = band_occ(smw, b), *jl = band_jl(smw, b);
+    // The run's start: the word whose first run's rank is the last not above the node's, then
+    // the start of that rank in it.
+    const u32* excl = sm + OFF_EXCL + b * TWW;
+    u32 k = n - sm[OFF_ROWBASE + b], w = 0;
+#pragma unroll
+    for (u32 step = 16; step; step >>= 1)
+        if (excl[w + step] <= k) w += step;
+    u32 st = m[w] & ~jl[w];
+    for (k -= excl[w]; k; k--) st &= st - 1;
+    const u32 start = 32u * w + __ffs(st) - 1u;
+    const u32 end = start + run_len(jl, start) - 1u;
+    const u32 *top = plane(smw, P_OCC, 2u * b), *bot = plane(smw, P_OCC, 2u * b + 1u);
+    u32 nt = 0, nb = 0, sx = 0, sq = 0;
+    for (w = start >> 5; w <= end >> 5; w++) {
+        u32 mask = FULL;
+        if (w == start >> 5) mask &= ~((1u << (start & 31u)) - 1u);
+        if (w == end >> 5) mask &= le_mask(end & 31u);
+        const u32 t = top[w] & mask, bo = bot[w] & mask;
+        const u32 ct = __popc(t), cb = __popc(bo);
+        nt += ct;
+        nb += cb;
+        if (mom) {
+            const u32 x0 = 32u * w, s1 = bit_sum(t) + bit_sum(bo);
+            sx += (ct + cb) * x0 + s1;
+            sq += (ct + cb) * x0 * x0 + 2u * x0 * s1 + bit_sq(t) + bit_sq(bo);
+        }
+    }
+    const u32 yt = 2u * b, yb = yt + 1u;
+    v[0] = nt + nb;
+    v[1] = nt * yt + nb * yb;
+    v[2] = nt * yt * yt + nb * yb * yb;
+    v[3] = sx;
+    v[4] = sq & 0xffffu;
+    v[5] = sq >> 16;
+    v[6] = start;
+    v[7] = end;
+    v[8] = nb ? yb : yt;
 }
 
 __device__ __forceinline__ void put_record(const BrRec& rec, u32 j, u32 site, u64 a, u64 b,
@@ -83,6 +150,8 @@ __device__ __forceinline__ void put_record(const BrRec& rec, u32 j, u32 site, u6
 // that a warp's records are consecutive (ballots rank them) and its runs of one component are
 // summed in registers before one lane's atomics (a large component's runs are dense in raster
 // order). Leaves the nodes' own fields (row, column, EDGE) and non-roots' parents as they were.
+// BAND: the nodes are bands' runs (band_sums).
+template <bool BAND>
 __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& t, u32 nodes,
                                            u32 mine, const BrRec& rec) {
     u32* ent = sm;
@@ -138,13 +207,27 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
         const u32 j = (e & EDGE) ? rec.cap - 1 - (je + __popc(be & lt)) : ji + __popc(bi & lt);
         if (many) {
             ent[n] = (e & (OWN_MASK | EDGE)) | ((jm + __popc(bm & lt)) << PAR_SHIFT);
-        } else if (root) {
-            const u32 r = (e >> 10) & 31u, c = e & 1023u, len = run_len(sm, r, c);
+        } else if (root && !BAND) {
+            const u32 r = (e >> 10) & 31u, c = e & 1023u;
+            const u32 len = run_len(plane(sm, P_JL, r), c);
             // (A run has at most TW <= HIST_CAP sites.)
             if (direct && !(e & EDGE)) atomicAdd(sh + len, 1u);
             else put_record(rec, j, node_key(ent, g, t, n), pack_a(len, len * r, len * r * r),
                        pack_b(run_sx(c, len), mom ? run_sq(c, len) : 0u),
                        pack_box(c, c + len - 1, r, r));
+        } else if (root) {
+            const u32 r = (e >> 10) & 31u;
+            u32 v[ACC_FIELDS];
+            band_sums(sm, n, r, mom, v);
+            // (A band's run has up to 2 TW sites, beyond HIST_CAP.)
+            if (direct && !(e & EDGE) && v[0] <= HIST_CAP) {
+                atomicAdd(sh + v[0], 1u);
+            } else {
+                const u32 jj = (direct && !(e & EDGE)) ? atomicAdd(rec.count, 1u) : j;
+                put_record(rec, jj, node_key(ent, g, t, n), pack_a(v[0], v[1], v[2]),
+                           pack_b(v[3], mom ? (u64)v[4] + ((u64)v[5] << 16) : 0ull),
+                           pack_box(v[6], v[7], r, v[8]));
+            }
         }
         ji += __popc(bi);
         je += __popc(be);
@@ -168,10 +251,25 @@ __device__ __forceinline__ void br_records(u32* sm, const Geo& g, const BrTile& 
                     if (s >= rec.slots) s = FULL;
                 }
             }
-            const u32 r = (e >> 10) & 31u, c = e & 1023u, len = run_len(sm, r, c);
-            const u32 last = c + len - 1, sq = mom ? run_sq(c, len) : 0u;
-            u32 v[ACC_FIELDS] = {len, len * r, len * r * r, run_sx(c, len), sq & 0xffffu, sq >> 16,
-                                 c, last, r};
+            u32 v[ACC_FIELDS];
+            if (!BAND) {
+                const u32 r = (e >> 10) & 31u, c = e & 1023u, len = run_len(plane(sm, P_JL, r), c);
+                const u32 last = c + len - 1, sq = mom ? run_sq(c, len) : 0u;
+                v[0] = len;
+                v[1] = len * r;
+                v[2] = len * r * r;
+                v[3] = run_sx(c, len);
+                v[4] = sq & 0xffffu;
+                v[5] = sq >> 16;
+                v[6] = c;
+                v[7] = last;
+                v[8] = r;
+            } else {
+                // (Only lanes that add to an accumulator want their node's sums.)
+                v[0] = v[1] = v[2] = v[3] = v[4] = v[5] = v[7] = v[8] = 0;
+                v[6] = FULL;
+                if (s != FULL) band_sums(sm, n, (e >> 10) & 31u, mom, v);
+            }
             // Lanes holding runs of one component side by side (a large component's runs are
             // dense in raster order) sum them into the first lane of the stretch (a segmented
             // reduction by shuffles), which alone adds the sums; elsewhere every lane adds its

@@ -32,16 +32,18 @@
 //! slots (in shared memory), then every site written once, coalesced. It replaces the tile
 //! pass's full write of the labels and `br_final`'s read and rewrite of them.
 //!
-//! **Bands** (8-connected occupancy labelings in tall tiles, 32-bit labels; `BANDS` in
-//! `bit_runs.cu`): any two occupied sites of a two-row band in the same or neighbouring columns are
-//! 8-neighbours, so the nodes are the runs of each band's two rows ORed (BBDT's 2 × 2 blocks, done
-//! with runs, as the CPU strips' `src/cpu/strips/bands.rs` does), half as many as the rows' at
-//! 8-connected p_c, a third at p = 0.5927, an eighth at density 0.8, and only a band's second row meets the next band's first. A node's own fields are its
-//! first site, found for the runs that have one in the band's first row by one 1024-bit add across
-//! the warp; after the unions a local root takes the least of its band's nodes', so the local roots
-//! (and the labels) are those of the rows' union-find. `br_write` then takes a warp per band. Short
-//! tiles keep rows (at 2048², whose tiles' time is their latency, bands were 3–6 µs slower with
-//! half the warps idle), and so does the analysis, whose records sum rows.
+//! **Bands** (8-connected occupancy in 32-row tiles, 32-bit labels: labelings of tall tiles and the
+//! cluster analysis; `BANDS` in `bit_runs.cu`): any two occupied sites of a two-row band in the
+//! same or neighbouring columns are 8-neighbours, so the nodes are the runs of each band's two rows
+//! ORed (BBDT's 2 × 2 blocks, done with runs, as the CPU strips' `src/cpu/strips/bands.rs` does),
+//! half as many as the rows' at 8-connected p_c, a third at p = 0.5927, an eighth at density 0.8,
+//! and only a band's second row meets the next band's first. A node's own fields are its first
+//! site, found for the runs that have one in the band's first row by one 1024-bit add across the
+//! warp; after the unions a local root takes the least of its band's nodes', so the local roots
+//! (and the labels) are those of the rows' union-find. `br_write` then takes a warp per band, and
+//! the analysis's records count a band run's sites in each of its rows (the column sums by
+//! popcounts against the bit-index patterns). Short tiles keep rows (at 2048², whose tiles' time is
+//! their latency, bands were 3–6 µs slower with half the warps idle).
 //!
 //! For the cluster analysis ([`run_pieces`]) the tile pass is `br_local_ana`: once the tile's
 //! runs point at their local roots it sums each multi-run component's size, coordinate sums and
