@@ -116,7 +116,24 @@ fn lattices() -> Vec<(String, Array2<u8>)> {
     out.push(("spiral 41".into(), spiral(41)));
     out.push(("0x5".into(), Array2::zeros((0, 5))));
     out.push(("tile-interior blobs".into(), tile_interior_blobs(&mut r)));
+    out.push(("band-interior runs".into(), band_interior_runs()));
     out
+}
+
+/// Clusters inside one tile that are a single run of a two-row band (the 8-connected GPU tile
+/// pass's nodes): of 1200, 1024 and 1026 sites (one band run beyond the histogram's range, whose
+/// size is the sum of its two rows'), one whose first row holds two sites only, and a block
+/// across two bands. With 4-connectivity each is two or more runs.
+fn band_interior_runs() -> Array2<u8> {
+    let mut a = Array2::<u8>::zeros((40, 1100));
+    a.slice_mut(s![4..6, 200..800]).fill(1);
+    a.slice_mut(s![8..10, 100..612]).fill(1);
+    a.slice_mut(s![12..14, 100..613]).fill(1);
+    a.slice_mut(s![17..18, 50..900]).fill(1);
+    a[[16, 60]] = 1;
+    a[[16, 700]] = 1;
+    a.slice_mut(s![21..23, 300..900]).fill(1);
+    a
 }
 
 /// Clusters that lie inside one GPU tile (32 rows × 1024 columns) without touching its edges,
