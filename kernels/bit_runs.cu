@@ -415,6 +415,30 @@ __device__ __forceinline__ void br_load_masks(const site_t* __restrict__ in, con
     __syncthreads();
 }
 
+// A row of nodes' run starts rs (the warp's words): each word's first run in the row (excl) and
+// the row's count (rowbase[r], before br_scan_rows).
+__device__ __forceinline__ void br_row_runs(u32* excl_pl, u32* rowbase, u32 r, u32 rs, u32 lane) {
+    const u32 c = __popc(rs);
+    const u32 incl = warp_incl_scan(c, lane);
+    excl_pl[r * TWW + lane] = incl - c;
+    if (lane == 31) rowbase[r] = incl;
+}
+
+// After a barrier, the first node of each of `rows` rows of nodes from their counts (rowbase),
+// and the node count at rowbase[rows]; a barrier, and returns the count.
+__device__ __forceinline__ u32 br_scan_rows(u32* rowbase, u32 rows, u32 lane, u32 warp) {
+    __syncthreads();
+    if (warp == 0) {
+        const u32 tot = lane < rows ? rowbase[lane] : 0u;
+        const u32 incl = warp_incl_scan(tot, lane);
+        __syncwarp();
+        if (lane < rows) rowbase[lane] = incl - tot;
+        if (lane == 31) rowbase[rows] = incl;
+    }
+    __syncthreads();
+    return rowbase[rows];
+}
+
 // 2. Run starts and their ranks in each row (excl), the rows' first nodes (rowbase, with the
 // node count at rowbase[TH]); returns the node count. Barriers before and after. Bands: the same
 // per band (rowbase[NB] the count), from the OR of its rows, whose joins and first sites in the
@@ -433,41 +457,17 @@ __device__ __forceinline__ u32 br_run_bases(u32* sm) {
             band_occ(sm, b)[lane] = m;
             band_jl(sm, b)[lane] = jl;
             band_first(sm, b)[lane] = first_in_runs(m, rs, top, lane);
-            const u32 c = __popc(rs);
-            const u32 incl = warp_incl_scan(c, lane);
-            excl_pl[b * TWW + lane] = incl - c;
-            if (lane == 31) rowbase[b] = incl;
+            br_row_runs(excl_pl, rowbase, b, rs, lane);
         }
-        __syncthreads();
-        if (warp == 0) {
-            const u32 tot = lane < NB ? rowbase[lane] : 0u;
-            const u32 incl = warp_incl_scan(tot, lane);
-            __syncwarp();
-            if (lane < NB) rowbase[lane] = incl - tot;
-            if (lane == 31) rowbase[NB] = incl;
-        }
-        __syncthreads();
-        return rowbase[NB];
+        return br_scan_rows(rowbase, NB, lane, warp);
     }
 #pragma unroll
     for (u32 j = 0; j < RPW; j++) {
         const u32 r = warp + j * BR_WARPS;
-        const u32 rs = plane(sm, P_OCC, r)[lane] & ~plane(sm, P_JL, r)[lane];
-        const u32 c = __popc(rs);
-        const u32 incl = warp_incl_scan(c, lane);
-        excl_pl[r * TWW + lane] = incl - c;
-        if (lane == 31) rowbase[r] = incl;
+        br_row_runs(excl_pl, rowbase, r, plane(sm, P_OCC, r)[lane] & ~plane(sm, P_JL, r)[lane],
+                    lane);
     }
-    __syncthreads();
-    if (warp == 0) {
-        const u32 tot = lane < TH ? rowbase[lane] : 0u;
-        const u32 incl = warp_incl_scan(tot, lane);
-        __syncwarp();
-        if (lane < TH) rowbase[lane] = incl - tot;
-        if (lane == 31) rowbase[TH] = incl;
-    }
-    __syncthreads();
-    return rowbase[TH];
+    return br_scan_rows(rowbase, TH, lane, warp);
 }
 
 // Loads the tile's rows as masks, numbers the runs, unites them in shared memory, points every
