@@ -166,8 +166,45 @@ __device__ __forceinline__ void warp_add(u64* target, u32 v) {
 #define BR_THREADS 512u
 #define BR_WARPS 16u
 #define RPW (TH / BR_WARPS) // rows per warp
-// Nodes per tile, worst case: TH * TW / 2 runs of occupancy, TH * TW of segments.
-#define MAXN 16384u
+// Bands (8-connected occupancy, 32-bit labels; BBDT's 2 x 2 blocks, Grana et al. 2010, done with
+// runs): with 8-connectivity any two occupied sites of a two-row band in the same or neighbouring
+// columns are neighbours, so within a band the clusters are the runs of the two rows' OR. The
+// union-find nodes are then the bands' runs (a half to an eighth as many as the rows', from
+// p_c to density 0.8), and only a band's last row touches the next band's first. A band's nodes
+// are numbered by column; a node's own fields (row, column) are its first site (its first site
+// in the band's first row if it has one), and a local root's become its component's first site
+// after the unions (br_label_tile). br_label_tile's planes in band mode: P_OCC holds the lattice
+// rows, P_JL row b band b's OR and row NB + b its joins to the left; OFF_EXCL row b band b's
+// first-node offsets and row NB + b the first sites in the band's first row of its runs.
+// Not for short tiles (8 bands to 16 warps; at 2048², whose tiles' time is their latency, 3-6 µs
+// slower) or 64-bit labels; the analysis's records sum a band run's two rows (band_sums).
+#if CONN8 && !SEGMENTS && !LABEL64 && !SHORT_TILES
+#define BANDS 1
+#else
+#define BANDS 0
+#endif
+#define NB (TH / 2u)
+// Nodes per tile, worst case (src/cuda/bit_runs/layout.rs: max_nodes): TH * TW of segments,
+// TH * TW / 2 runs of occupancy rows, NB * TW / 2 of bands. Bands' and short tiles' 8192 take
+// 52 and 42 KB of shared memory where tall rows take 84, so that four tiles share a
+// multiprocessor instead of two.
+#if SEGMENTS
+#define MAXN (TH * TW)
+#elif BANDS
+#define MAXN (NB * TW / 2u)
+#else
+#define MAXN (TH * TW / 2u)
+#endif
+// Tiles a multiprocessor holds at once (__launch_bounds__'s register budget): four of bands or
+// short occupancy tiles (32 registers, a few bytes spilled: 5 % faster than three in 40), two
+// of the others.
+#ifndef LOCAL_MINB
+#if BANDS || (SHORT_TILES && !SEGMENTS)
+#define LOCAL_MINB 4
+#else
+#define LOCAL_MINB 2
+#endif
+#endif
 #define PAR_SHIFT 15
 #define OWN_MASK 0x7fffu
 #define EDGE 0x80000000u
@@ -223,24 +260,6 @@ __device__ __forceinline__ u32* plane(u32* sm, u32 p, u32 r) {
     return sm + OFF_PLANES + (p * TH + r) * TWW;
 }
 
-// Bands (8-connected occupancy, 32-bit labels; BBDT's 2 x 2 blocks, Grana et al. 2010, done with
-// runs): with 8-connectivity any two occupied sites of a two-row band in the same or neighbouring
-// columns are neighbours, so within a band the clusters are the runs of the two rows' OR. The
-// union-find nodes are then the bands' runs (a half to an eighth as many as the rows', from
-// p_c to density 0.8), and only a band's last row touches the next band's first. A band's nodes
-// are numbered by column; a node's own fields (row, column) are its first site (its first site
-// in the band's first row if it has one), and a local root's become its component's first site
-// after the unions (br_label_tile). br_label_tile's planes in band mode: P_OCC holds the lattice
-// rows, P_JL row b band b's OR and row NB + b its joins to the left; OFF_EXCL row b band b's
-// first-node offsets and row NB + b the first sites in the band's first row of its runs.
-// Not for short tiles (8 bands to 16 warps; at 2048², whose tiles' time is their latency, 3-6 µs
-// slower) or 64-bit labels; the analysis's records sum a band run's two rows (band_sums).
-#if CONN8 && !SEGMENTS && !LABEL64 && !SHORT_TILES
-#define BANDS 1
-#else
-#define BANDS 0
-#endif
-#define NB (TH / 2u)
 __device__ __forceinline__ u32* band_occ(u32* sm, u32 b) { return plane(sm, P_JL, b); }
 __device__ __forceinline__ u32* band_jl(u32* sm, u32 b) { return plane(sm, P_JL, NB + b); }
 __device__ __forceinline__ u32* band_first(u32* sm, u32 b) { return sm + OFF_EXCL + (NB + b) * TWW; }
@@ -1009,7 +1028,7 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
 #endif
 }
 
-extern "C" __global__ void __launch_bounds__(BR_THREADS, 2)
+extern "C" __global__ void __launch_bounds__(BR_THREADS, LOCAL_MINB)
 br_local(const site_t* __restrict__ in, label_t* L LL_PARAM, Geo g, u32 tiles_x, u32 vec, u32* RB,
          u32* ER RT_PARAM) {
     br_local_body<false>(in, L LL_ARG, g, tiles_x, vec, RB, ER, BrRec{} RT_ARG);

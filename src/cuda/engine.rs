@@ -100,17 +100,17 @@ impl Job {
         (self.forest_word() + self.family_scratch().words()) * 4
     }
 
-    /// This labeling job in the tiles that suit its size on `gpu`: short bit-runs tiles for
-    /// lattices of few tiles ([`bit_runs::short_tiles`]; occupancy into 32-bit labels only),
-    /// and bit runs' labels written once where that is faster ([`bit_runs::write_once`]).
+    /// This labeling job in the tiles that suit it on `gpu`: short bit-runs tiles for
+    /// 4-connected occupancy into 32-bit labels ([`bit_runs::short_tiles`]), and bit runs'
+    /// labels written once where that is faster ([`bit_runs::write_once`]).
     pub(crate) fn tiles_for(mut self, gpu: &Gpu) -> Self {
         self.short_tiles = self.family == Family::BitRuns
             && !self.segments
             && self.labels == LabelWidth::U32
-            && bit_runs::short_tiles(self.height, self.width, gpu.sms);
+            && bit_runs::short_tiles(self.connectivity == Connectivity::Eight);
         self.write_once = self.family == Family::BitRuns
             && self.labels == LabelWidth::U32
-            && bit_runs::write_once(self.short_tiles);
+            && bit_runs::write_once(self.segments, self.height, self.width, gpu.sms);
         self
     }
 
@@ -131,7 +131,7 @@ impl Job {
 /// block bit runs' shared memory (compute capability 7.5).
 pub(crate) fn family_of(algorithm: Algorithm, gpu: &Gpu, segments: bool) -> Result<Family> {
     // The tall tiles' (short tiles need less).
-    let bytes = bit_runs::shared_bytes(segments, bit_runs::tile_h(segments, false));
+    let bytes = bit_runs::shared_bytes(segments, bit_runs::tile_h(segments, false), false);
     let bit_runs_fit = bytes <= gpu.max_shared_optin;
     match algorithm {
         Algorithm::Auto if bit_runs_fit => Ok(Family::BitRuns),

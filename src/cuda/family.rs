@@ -161,7 +161,7 @@ pub(crate) struct ModuleKey {
     pub segments: bool,
     /// The label width (64-bit only for bit runs).
     pub labels: LabelWidth,
-    /// Bit runs' short tiles (`SHORT_TILES`: 16 rows, for lattices of few tiles).
+    /// Bit runs' short tiles (`SHORT_TILES`: 16 rows, 4-connected labelings).
     pub short_tiles: bool,
 }
 
@@ -278,7 +278,13 @@ impl ModuleSpec for ModuleKey {
             Family::BitRuns if self.labels == LabelWidth::U64 && kernel != "br_local" => None,
             Family::BitRuns => {
                 let th = super::bit_runs::tile_h(self.segments, self.short_tiles);
-                super::bit_runs::kernel_shared_bytes(kernel, self.segments, th, max_optin)
+                let bands = super::bit_runs::bands(
+                    self.conn8,
+                    self.segments,
+                    self.labels,
+                    self.short_tiles,
+                );
+                super::bit_runs::kernel_shared_bytes(kernel, self.segments, th, bands, max_optin)
             }
             _ => None,
         }

@@ -1,7 +1,7 @@
 //! Bit runs' sizes: shared memory of the tile kernels, the tiles, and the scratch layout (the
 //! root masks, counts, chunk ranks, per-word root counts and the 64-bit build's local roots).
 
-use super::{COUNT_CHUNK, MAX_NODES, TILE_W};
+use super::{COUNT_CHUNK, TILE_W};
 use crate::cuda::engine::{Buffers, FamilyScratch, Job};
 use crate::cuda::family::LabelWidth;
 use crate::cuda::Numbering;
@@ -17,21 +17,45 @@ pub(crate) fn tile_h(segments: bool, short_tiles: bool) -> usize {
     }
 }
 
-/// Whether an `h × w` occupancy lattice is labeled in short tiles (`SHORT_TILES`) on a device
-/// of `sms` multiprocessors: when 32-row tiles would give fewer than two per multiprocessor. A
-/// tile is one CTA whose time is mostly latency (its passes run row after row, between
-/// barriers), so a lattice of one tile per multiprocessor (2048² on an H100) takes as long as
-/// one tile; half-height tiles halve that latency and let two CTAs share each multiprocessor.
-pub(crate) fn short_tiles(h: usize, w: usize, sms: u32) -> bool {
-    let tall = h.div_ceil(32).saturating_mul(w.div_ceil(TILE_W));
-    tall < 2 * sms as usize
+/// Whether a labeling of occupancy into 32-bit labels works in short tiles (`SHORT_TILES`, 16
+/// rows): 4-connected ones, at every size. A tile is one CTA whose time is mostly latency (its
+/// passes run row after row, between barriers). Short tiles' 8192 nodes take 42 KB of shared
+/// memory, so that four share a multiprocessor (in 32 registers a thread) where tall rows' 84
+/// KB allow two: at 16384² raw labels took 2.16 ms against 2.27 on an H200; and a lattice of
+/// one tall tile per multiprocessor (2048²) took as long as one tile, which short tiles halve.
+/// 8-connected ones keep tall tiles, whose bands ([`bands`]) take 52 KB, four a multiprocessor
+/// too, and were faster at every size from 2048² (0.103 → 0.091 ms, 16384² 2.22 → 1.81 ms).
+pub(crate) fn short_tiles(conn8: bool) -> bool {
+    !conn8
 }
 
-/// Dynamic shared memory of `br_local` in bytes (`BR_SMEM_WORDS` words) for tiles of `th` rows.
-pub(crate) fn shared_bytes(segments: bool, th: usize) -> usize {
+/// Whether the tile pass works in two-row bands (`BANDS` in `bit_runs.cu`): 8-connected
+/// occupancy into 32-bit labels, in tall tiles.
+pub(crate) fn bands(conn8: bool, segments: bool, labels: LabelWidth, short_tiles: bool) -> bool {
+    conn8 && !segments && labels == LabelWidth::U32 && !short_tiles
+}
+
+/// Worst-case union-find nodes of a tile of `th` rows (`MAXN`): every site of segments, half
+/// the sites of occupancy rows (a checkerboard), a quarter of bands' sites (a band of 1024
+/// columns has at most 512 runs).
+pub(crate) fn max_nodes(segments: bool, th: usize, bands: bool) -> usize {
+    let sites = th * TILE_W;
+    if segments {
+        sites
+    } else if bands {
+        sites / 4
+    } else {
+        sites / 2
+    }
+}
+
+/// Dynamic shared memory of `br_local` in bytes (`BR_SMEM_WORDS` words) for tiles of `th` rows,
+/// in bands or not ([`bands`]). Bands and short occupancy tiles take 52 and 42 KB where tall
+/// rows take 84: four tiles fit a multiprocessor of 228 KB instead of two.
+pub(crate) fn shared_bytes(segments: bool, th: usize, bands: bool) -> usize {
     let planes = if segments { 5 } else { 2 };
     // Nodes, mask planes, run ranks, row bases, the two root masks.
-    let words = MAX_NODES + planes * th * 32 + th * 32 + 64 + 2 * th * 32;
+    let words = max_nodes(segments, th, bands) + planes * th * 32 + th * 32 + 64 + 2 * th * 32;
     words * 4
 }
 
@@ -73,9 +97,11 @@ pub(crate) fn ana_launch_bytes(slots: u32, hist: bool) -> usize {
 
 /// Dynamic shared memory of `br_local_ana` with `slots` accumulators: `br_local`'s, the
 /// multi-run root mask, the scan scratch and the accumulators (`OFF_ACC` in `bit_runs.cu`).
+/// Rows' sizes for both connectivities: bands' accumulators begin earlier, within the same room.
 pub(crate) fn ana_shared_bytes(slots: u32) -> usize {
-    shared_bytes(false, tile_h(false, false))
-        + (MAX_NODES / 32 + 64) * 4
+    let th = tile_h(false, false);
+    shared_bytes(false, th, false)
+        + (max_nodes(false, th, false) / 32 + 64) * 4
         + slots as usize * ANA_SLOT_BYTES
 }
 
@@ -85,10 +111,11 @@ pub(crate) fn kernel_shared_bytes(
     kernel: &str,
     segments: bool,
     th: usize,
+    bands: bool,
     max_optin: usize,
 ) -> Option<usize> {
     match kernel {
-        "br_local" => Some(shared_bytes(segments, th)),
+        "br_local" => Some(shared_bytes(segments, th, bands)),
         "br_local_ana" if !segments => ana_slots(max_optin).map(ana_shared_bytes),
         _ => None,
     }
@@ -163,12 +190,14 @@ pub(crate) fn rank_masks(job: &Job, bufs: &Buffers) -> [u64; 4] {
 /// Whether a labeling into 32-bit labels writes each label once: `br_local` keeps each run's
 /// local root (`RT`, a `u16` a run) and writes only the forest, and `br_write` writes every
 /// site's final label after the seams are merged, in place of `br_local` writing every site and
-/// `br_final` reading them all and writing those of components that cross a seam. Not for short
-/// tiles (small lattices), whose time is latency: there `br_write`'s chain of dependent loads (the
-/// lattice, the row's first run, its runs' roots, their slots) made 2048² 3–15 % slower on an
-/// H200, while 8192² and 16384² got 3–9 % faster.
-pub(crate) fn write_once(short_tiles: bool) -> bool {
-    !short_tiles
+/// `br_final` reading them all and writing those of components that cross a seam. Not for
+/// occupancy lattices of fewer than three tall tiles per multiprocessor, whose time is latency:
+/// there `br_write`'s chain of dependent loads (the lattice, the row's first run, its runs'
+/// roots, their slots) made 2048² 3–15 % slower on an H200 and 2816² (264 tall tiles) 4–8 %,
+/// while 8192² and 16384² got 3–9 % faster.
+pub(crate) fn write_once(segments: bool, h: usize, w: usize, sms: u32) -> bool {
+    let tall = h.div_ceil(32).saturating_mul(w.div_ceil(TILE_W));
+    segments || tall >= 3 * sms as usize
 }
 
 /// Word offset of the write-once labeling's run roots (`RT`) in the scratch: after the masks and

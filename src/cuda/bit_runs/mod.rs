@@ -1,8 +1,8 @@
 //! Bit runs: run-based union-find on bit-packed rows in shared-memory tiles, each tile labeled
 //! once — the GPU fast path.
 //!
-//! A tile is 32 rows × 1024 columns (16 rows for segments, and for lattices of fewer than two
-//! 32-row tiles per multiprocessor, whose time is one tile's latency); one thread block of 512
+//! A tile is 32 rows × 1024 columns (16 rows for segments and for 4-connected labelings:
+//! [`short_tiles`]); one thread block of 512
 //! threads holds it as 32-bit row masks, one word per lane, so run starts, the contacts between
 //! rows and the ranks of runs cost a few bit operations and popcounts per 32 sites. The union-find nodes
 //! are the tile's horizontal runs, in shared memory; vertical unions happen only where a contact
@@ -22,8 +22,8 @@
 //! - `br_final`, elementwise: a site whose local root points at another root takes that root's
 //!   label (raw), or every site takes its rank + 1 (canonical).
 //!
-//! **Write once** ([`write_once`]: 32-bit labelings in tall tiles, the lattices of at least two
-//! tiles per multiprocessor). The tile pass writes only the forest (the labels of tile-edge
+//! **Write once** ([`write_once`]: 32-bit labelings of lattices of at least three tall tiles
+//! per multiprocessor). The tile pass writes only the forest (the labels of tile-edge
 //! sites and edge components' local roots' slots) and, per tile, `RT`: its rows' first run and
 //! each run's local root as a tile position (a `u16` a run); raw numbering counts the interior
 //! components there. After the seams, the flatten (raw: which leaves only the global roots in the
@@ -42,8 +42,16 @@
 //! warp; after the unions a local root takes the least of its band's nodes', so the local roots
 //! (and the labels) are those of the rows' union-find. `br_write` then takes a warp per band, and
 //! the analysis's records count a band run's sites in each of its rows (the column sums by
-//! popcounts against the bit-index patterns). Short tiles keep rows (at 2048², whose tiles' time is
-//! their latency, bands were 3–6 µs slower with half the warps idle).
+//! popcounts against the bit-index patterns). 8-connected labelings take bands in tall tiles at
+//! every size: in short tiles (8 bands to 16 warps) they were 3–6 µs slower at 2048², whose
+//! tiles' time is their latency.
+//!
+//! **Four tiles a multiprocessor.** A tile's node array is most of its shared memory. Bands
+//! and short tiles need 8192 nodes at most (a quarter and a half of their sites), so their tile
+//! takes 52 and 42 KB where tall rows take 84, and `br_local` is compiled for four blocks a
+//! multiprocessor (32 registers) instead of two: the tiles' latency, which the tile pass is
+//! bound by, is hidden by twice as many tiles (16384² on an H200: 8-connected 2.22 → 1.81 ms raw,
+//! 4-connected in short tiles 2.27 → 2.16).
 //!
 //! For the cluster analysis ([`run_pieces`]) the tile pass is `br_local_ana`: once the tile's
 //! runs point at their local roots it sums each multi-run component's size, coordinate sums and
@@ -104,8 +112,8 @@ use crate::Result;
 
 mod layout;
 pub(crate) use layout::{
-    ana_launch_bytes, ana_slots, check_wide, direct_hist_slots, kernel_shared_bytes, rank_masks,
-    scratch, shared_bytes, short_tiles, tile_h, write_once,
+    ana_launch_bytes, ana_slots, bands, check_wide, direct_hist_slots, kernel_shared_bytes,
+    rank_masks, scratch, shared_bytes, short_tiles, tile_h, write_once,
 };
 use layout::{local_roots_word, run_roots_word, tiles};
 
@@ -147,8 +155,6 @@ pub(crate) const TILE_W: usize = 1024;
 const THREADS: u32 = 512;
 /// Entries per chunk of `br_count` (`BR_CHUNK`).
 const COUNT_CHUNK: usize = 256;
-/// Worst-case union-find nodes per tile (`MAXN`).
-const MAX_NODES: usize = 16384;
 
 /// Thread blocks of the elementwise `br_final`: a few waves of a large GPU, grid-stride beyond.
 const FINAL_BLOCKS: usize = 4096;
@@ -337,7 +343,13 @@ fn queue(
     let canonical = job.numbering == Numbering::Canonical;
     let tile_count = if write_once && !canonical { count } else { 0 };
     let globals = u32::from(tile_count != 0);
-    let smem = shared_bytes(job.segments, tile_h(job.segments, job.short_tiles)) as u32;
+    let key = job.key();
+    let tile_bands = bands(key.conn8, key.segments, key.labels, key.short_tiles);
+    let smem = shared_bytes(
+        job.segments,
+        tile_h(job.segments, job.short_tiles),
+        tile_bands,
+    ) as u32;
     let entries = job.height * tiles_x;
     let chunks = entries.div_ceil(COUNT_CHUNK);
     // Scratch at `bufs.aux`: the edge-root mask, then (canonical) the root mask, the counts and

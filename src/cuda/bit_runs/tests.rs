@@ -30,7 +30,7 @@ fn analysis_shared_memory() {
     assert!(2 * (ana_shared_bytes(h100) + 1024) <= 228 * 1024);
     let ada = ana_slots(99 * 1024).unwrap();
     assert!(ada >= ANA_MIN_SLOTS as u32 && ana_shared_bytes(ada) <= 99 * 1024);
-    assert_eq!(ana_slots(shared_bytes(false, 32)), None);
+    assert_eq!(ana_slots(shared_bytes(false, 32, false)), None);
     assert_eq!(ana_slots(64 * 1024), None);
     // Counting sizes, the histogram (HIST_CAP + 1 words) takes accumulators' room, within the
     // same allowance, and is given up where too few accumulators would remain.
@@ -45,16 +45,13 @@ fn analysis_shared_memory() {
     assert_eq!(direct_hist_slots(ANA_MIN_SLOTS as u32), None);
 }
 
-/// Short tiles go to lattices of fewer 32-row tiles than two per multiprocessor (2048² on a
-/// 132-multiprocessor H100 or H200, not 4096²), need less shared memory, and only labeling jobs
-/// of occupancy into 32-bit labels take them; their module has its own key and define.
+/// Short tiles go to 4-connected labelings (8-connected ones take bands in tall tiles), need
+/// less shared memory, and only labeling jobs of occupancy into 32-bit labels take them; their
+/// module has its own key and define.
 #[test]
-fn short_tiles_for_few_tiles() {
+fn short_tiles_for_four_connected() {
     use crate::cuda::runtime::ModuleSpec;
-    assert!(short_tiles(2048, 2048, 132));
-    assert!(short_tiles(1, 1, 1));
-    assert!(!short_tiles(4096, 4096, 132));
-    assert!(!short_tiles(2048, 2048, 64));
+    assert!(short_tiles(false) && !short_tiles(true));
     assert_eq!(
         (
             tile_h(false, true),
@@ -63,7 +60,30 @@ fn short_tiles_for_few_tiles() {
         ),
         (16, 16, 32)
     );
-    assert!(shared_bytes(false, 16) < shared_bytes(false, 32));
+    assert!(shared_bytes(false, 16, false) < shared_bytes(false, 32, false));
+    // Bands and short tiles (`LOCAL_MINB` 4 in `bit_runs.cu`): four fit a multiprocessor of
+    // 228 KB (1 KB reserved a block), tall rows two.
+    let (band, short) = (
+        shared_bytes(false, 32, true),
+        shared_bytes(false, 16, false),
+    );
+    let rows = shared_bytes(false, 32, false);
+    assert!(4 * (band.max(short) + 1024) <= 228 * 1024 && 3 * (rows + 1024) > 228 * 1024);
+    assert_eq!(
+        [max_nodes(false, 32, true), max_nodes(false, 16, false)],
+        [8192, 8192]
+    );
+    assert_eq!(
+        [max_nodes(false, 32, false), max_nodes(true, 16, false)],
+        [16384, 16384]
+    );
+    assert!(bands(true, false, LabelWidth::U32, false));
+    assert!(
+        !bands(true, false, LabelWidth::U32, true) && !bands(false, false, LabelWidth::U32, false)
+    );
+    assert!(
+        !bands(true, true, LabelWidth::U32, false) && !bands(true, false, LabelWidth::U64, false)
+    );
     let short = Job {
         short_tiles: true,
         ..job(2048, 2048)
@@ -76,12 +96,15 @@ fn short_tiles_for_few_tiles() {
     assert!(!tall.source().contains("SHORT_TILES"));
 }
 
-/// Labels are written once in tall tiles only, and then the scratch holds, after the masks,
-/// each tile's row bases and room for as many runs as it can have (`RT_TILE` in the kernel):
-/// half its sites for occupancy, all of them for segments.
+/// Labels are written once where a lattice has at least three tall tiles a multiprocessor
+/// (occupancy; segments always), and then the scratch holds, after the masks, each tile's row bases and room for as many runs as
+/// it can have (`RT_TILE` in the kernel): half its sites for occupancy, all of them for
+/// segments.
 #[test]
 fn write_once_scratch() {
-    assert!(write_once(false) && !write_once(true));
+    // An H200's 132 multiprocessors: 4096² has 512 tall tiles, 2816² 264.
+    assert!(write_once(false, 4096, 4096, 132) && !write_once(false, 2816, 2816, 132));
+    assert!(!write_once(false, 2048, 2048, 132) && write_once(true, 64, 64, 132));
     let plain = job(100, 3000);
     let once = Job {
         write_once: true,
