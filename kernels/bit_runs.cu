@@ -205,6 +205,16 @@ __device__ __forceinline__ void warp_add(u64* target, u32 v) {
 #define LOCAL_MINB 2
 #endif
 #endif
+// And br_local_ana's: three band tiles, whose shared memory (52 KB and the accumulators, 75 KB
+// in all: src/cuda/bit_runs/layout.rs, ANA_SHARED_TARGET_BANDS) leaves room for three, two of
+// the others (110 KB).
+#ifndef ANA_MINB
+#if BANDS
+#define ANA_MINB 3
+#else
+#define ANA_MINB 2
+#endif
+#endif
 #define PAR_SHIFT 15
 #define OWN_MASK 0x7fffu
 #define EDGE 0x80000000u
@@ -1037,7 +1047,7 @@ br_local(const site_t* __restrict__ in, label_t* L LL_PARAM, Geo g, u32 tiles_x,
 #if !LABEL64
 // br_local plus the tile's component records for the cluster analysis (br_records); RB must be
 // given (canonical numbering ranks the pieces).
-extern "C" __global__ void __launch_bounds__(BR_THREADS, 2)
+extern "C" __global__ void __launch_bounds__(BR_THREADS, ANA_MINB)
 br_local_ana(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 vec, u32* RB,
              u32* ER, BrRec rec) {
     br_local_body<true>(in, L, g, tiles_x, vec, RB, ER, rec, nullptr, nullptr);

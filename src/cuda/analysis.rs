@@ -125,8 +125,9 @@ impl DeviceAnalysis {
             border_host: PinnedBuf::new(&gpu.ctx),
             border_len: 0,
             records: DevBuf::new(&gpu),
-            // (Room for the accumulators implies room for br_local's own shared memory.)
-            slots: bit_runs::ana_slots(gpu.max_shared_optin),
+            // (Room for the accumulators implies room for br_local's own shared memory; the
+            // rows' need more than bands', so this says whether bit runs runs at all.)
+            slots: bit_runs::ana_slots(gpu.max_shared_optin, false),
             border: DevBuf::new(&gpu),
             hist: DevBuf::new(&gpu),
             tail: DevBuf::new(&gpu),
@@ -199,7 +200,16 @@ impl DeviceAnalysis {
             b: a + (8 * cap) as u64,
             boxes: a + (16 * cap) as u64,
             cap: cap as u32,
-            slots: self.slots.unwrap_or(0),
+            // The job's own: bands' tiles take more blocks a multiprocessor, with fewer slots.
+            slots: self
+                .slots
+                .and_then(|_| {
+                    let key = job.key();
+                    let bands =
+                        bit_runs::bands(key.conn8, key.segments, key.labels, key.short_tiles);
+                    bit_runs::ana_slots(self.engine.gpu.max_shared_optin, bands)
+                })
+                .unwrap_or(0),
             moments: u32::from(moments),
         }
     }

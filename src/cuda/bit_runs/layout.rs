@@ -60,19 +60,27 @@ pub(crate) fn shared_bytes(segments: bool, th: usize, bands: bool) -> usize {
 }
 
 /// Shared memory a block of `br_local_ana` is given at most: two blocks fit a multiprocessor of
-/// 228 KB (H100, H200) with room to spare.
+/// 228 KB (H100, H200) with room to spare; three of bands (`ANA_MINB` in `bit_runs.cu`), whose
+/// node array is half the rows'.
 pub(super) const ANA_SHARED_TARGET: usize = 110 * 1024;
+pub(super) const ANA_SHARED_TARGET_BANDS: usize = 75 * 1024;
 /// Bytes per shared-memory accumulator of `br_local_ana` (`ACC_FIELDS` words).
 pub(super) const ANA_SLOT_BYTES: usize = 36;
 /// Fewest accumulators worth running `br_local_ana` with (below, block union-find analyses).
 pub(super) const ANA_MIN_SLOTS: usize = 64;
 
-/// Accumulators of `br_local_ana` on a device whose blocks may opt in to `max_optin` bytes of
-/// shared memory, or `None` when too few fit: as many as two blocks per multiprocessor allow
-/// (a tile with more multi-run components sums them in rounds).
-pub(crate) fn ana_slots(max_optin: usize) -> Option<u32> {
-    let fixed = ana_shared_bytes(0);
-    let slots = max_optin.min(ANA_SHARED_TARGET).saturating_sub(fixed) / ANA_SLOT_BYTES;
+/// Accumulators of `br_local_ana` in bands or not on a device whose blocks may opt in to
+/// `max_optin` bytes of shared memory, or `None` when too few fit: as many as two blocks per
+/// multiprocessor allow, three in bands (a tile with more multi-run components sums them in
+/// rounds).
+pub(crate) fn ana_slots(max_optin: usize, bands: bool) -> Option<u32> {
+    let fixed = ana_shared_bytes(0, bands);
+    let target = if bands {
+        ANA_SHARED_TARGET_BANDS
+    } else {
+        ANA_SHARED_TARGET
+    };
+    let slots = max_optin.min(target).saturating_sub(fixed) / ANA_SLOT_BYTES;
     (slots >= ANA_MIN_SLOTS).then_some(slots as u32)
 }
 
@@ -91,17 +99,17 @@ pub(crate) fn direct_hist_slots(slots: u32) -> Option<u32> {
 /// Dynamic shared memory of a `br_local_ana` launch with `slots` accumulators, and the size
 /// histogram after them when it counts sizes (`Records::hist`; the slots of
 /// [`direct_hist_slots`], so that both take the module's allowance).
-pub(crate) fn ana_launch_bytes(slots: u32, hist: bool) -> usize {
-    ana_shared_bytes(slots + if hist { HIST_SLOTS } else { 0 })
+pub(crate) fn ana_launch_bytes(slots: u32, hist: bool, bands: bool) -> usize {
+    ana_shared_bytes(slots + if hist { HIST_SLOTS } else { 0 }, bands)
 }
 
-/// Dynamic shared memory of `br_local_ana` with `slots` accumulators: `br_local`'s, the
-/// multi-run root mask, the scan scratch and the accumulators (`OFF_ACC` in `bit_runs.cu`).
-/// Rows' sizes for both connectivities: bands' accumulators begin earlier, within the same room.
-pub(crate) fn ana_shared_bytes(slots: u32) -> usize {
+/// Dynamic shared memory of `br_local_ana` (tall tiles, in bands or not) with `slots`
+/// accumulators: `br_local`'s, the multi-run root mask, the scan scratch and the accumulators
+/// (`OFF_ACC` in `bit_runs.cu`).
+pub(crate) fn ana_shared_bytes(slots: u32, bands: bool) -> usize {
     let th = tile_h(false, false);
-    shared_bytes(false, th, false)
-        + (max_nodes(false, th, false) / 32 + 64) * 4
+    shared_bytes(false, th, bands)
+        + (max_nodes(false, th, bands) / 32 + 64) * 4
         + slots as usize * ANA_SLOT_BYTES
 }
 
@@ -116,7 +124,9 @@ pub(crate) fn kernel_shared_bytes(
 ) -> Option<usize> {
     match kernel {
         "br_local" => Some(shared_bytes(segments, th, bands)),
-        "br_local_ana" if !segments => ana_slots(max_optin).map(ana_shared_bytes),
+        "br_local_ana" if !segments => {
+            ana_slots(max_optin, bands).map(|slots| ana_shared_bytes(slots, bands))
+        }
         _ => None,
     }
 }

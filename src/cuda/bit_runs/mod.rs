@@ -405,7 +405,7 @@ fn queue(
                     module.func("br_local_ana"),
                     (ntiles, 1, 1),
                     (THREADS, 1, 1),
-                    ana_launch_bytes(rec.slots, rec.hist != 0) as u32,
+                    ana_launch_bytes(rec.slots, rec.hist != 0, tile_bands) as u32,
                     &mut kernel_args![input, labels, geo, tx, vec, mask, edge_roots, rec],
                 )?
             }

@@ -19,28 +19,36 @@ fn job(height: usize, width: usize) -> Job {
     }
 }
 
-/// The analysis tile pass keeps two blocks per multiprocessor on H100/H200 (227 KB opt-in)
-/// and fits a 99 KB device with fewer accumulators; without room for its own mask and scan
-/// it does not run at all.
+/// The analysis tile pass keeps two blocks per multiprocessor on H100/H200 (227 KB opt-in),
+/// three in bands, and fits a 99 KB device with fewer accumulators; without room for its own
+/// mask and scan it does not run at all.
 #[test]
 fn analysis_shared_memory() {
-    let h100 = ana_slots(227 * 1024).unwrap();
+    let h100 = ana_slots(227 * 1024, false).unwrap();
     assert_eq!(h100, 668);
-    assert!(ana_shared_bytes(h100) <= ANA_SHARED_TARGET);
-    assert!(2 * (ana_shared_bytes(h100) + 1024) <= 228 * 1024);
-    let ada = ana_slots(99 * 1024).unwrap();
-    assert!(ada >= ANA_MIN_SLOTS as u32 && ana_shared_bytes(ada) <= 99 * 1024);
-    assert_eq!(ana_slots(shared_bytes(false, 32, false)), None);
-    assert_eq!(ana_slots(64 * 1024), None);
+    assert!(ana_shared_bytes(h100, false) <= ANA_SHARED_TARGET);
+    assert!(2 * (ana_shared_bytes(h100, false) + 1024) <= 228 * 1024);
+    let band = ana_slots(227 * 1024, true).unwrap();
+    assert!(band >= 512 && 3 * (ana_shared_bytes(band, true) + 1024) <= 228 * 1024);
+    let ada = ana_slots(99 * 1024, false).unwrap();
+    assert!(ada >= ANA_MIN_SLOTS as u32 && ana_shared_bytes(ada, false) <= 99 * 1024);
+    assert_eq!(ana_slots(shared_bytes(false, 32, false), false), None);
+    assert_eq!(ana_slots(64 * 1024, false), None);
     // Counting sizes, the histogram (HIST_CAP + 1 words) takes accumulators' room, within the
     // same allowance, and is given up where too few accumulators would remain.
-    for slots in [h100, ada] {
+    for (slots, bands) in [(h100, false), (band, true), (ada, false)] {
         let fewer = direct_hist_slots(slots).unwrap();
-        assert_eq!(ana_launch_bytes(fewer, true), ana_shared_bytes(slots));
+        assert_eq!(
+            ana_launch_bytes(fewer, true, bands),
+            ana_shared_bytes(slots, bands)
+        );
         assert!(
             (slots - fewer) as usize * ANA_SLOT_BYTES >= (crate::cuda::analysis::HIST_CAP + 1) * 4
         );
-        assert_eq!(ana_launch_bytes(slots, false), ana_shared_bytes(slots));
+        assert_eq!(
+            ana_launch_bytes(slots, false, bands),
+            ana_shared_bytes(slots, bands)
+        );
     }
     assert_eq!(direct_hist_slots(ANA_MIN_SLOTS as u32), None);
 }
