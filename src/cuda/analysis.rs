@@ -204,10 +204,10 @@ impl DeviceAnalysis {
             slots: self
                 .slots
                 .and_then(|_| {
-                    let key = job.key();
-                    let bands =
-                        bit_runs::bands(key.conn8, key.segments, key.labels, key.short_tiles);
-                    bit_runs::ana_slots(self.engine.gpu.max_shared_optin, bands)
+                    bit_runs::ana_slots(
+                        self.engine.gpu.max_shared_optin,
+                        bit_runs::bands(&job.key()),
+                    )
                 })
                 .unwrap_or(0),
             moments: u32::from(moments),

@@ -278,12 +278,7 @@ impl ModuleSpec for ModuleKey {
             Family::BitRuns if self.labels == LabelWidth::U64 && kernel != "br_local" => None,
             Family::BitRuns => {
                 let th = super::bit_runs::tile_h(self.segments, self.short_tiles);
-                let bands = super::bit_runs::bands(
-                    self.conn8,
-                    self.segments,
-                    self.labels,
-                    self.short_tiles,
-                );
+                let bands = super::bit_runs::bands(self);
                 super::bit_runs::kernel_shared_bytes(kernel, self.segments, th, bands, max_optin)
             }
             _ => None,

@@ -3,7 +3,7 @@
 
 use super::{COUNT_CHUNK, TILE_W};
 use crate::cuda::engine::{Buffers, FamilyScratch, Job};
-use crate::cuda::family::LabelWidth;
+use crate::cuda::family::{LabelWidth, ModuleKey};
 use crate::cuda::Numbering;
 use crate::Result;
 
@@ -21,18 +21,18 @@ pub(crate) fn tile_h(segments: bool, short_tiles: bool) -> usize {
 /// rows): 4-connected ones, at every size. A tile is one CTA whose time is mostly latency (its
 /// passes run row after row, between barriers). Short tiles' 8192 nodes take 42 KB of shared
 /// memory, so that four share a multiprocessor (in 32 registers a thread) where tall rows' 84
-/// KB allow two: at 16384² raw labels took 2.16 ms against 2.27 on an H200; and a lattice of
+/// KB allow two: at 16384² raw labels took 2.17 ms against 2.28 on an H200; and a lattice of
 /// one tall tile per multiprocessor (2048²) took as long as one tile, which short tiles halve.
 /// 8-connected ones keep tall tiles, whose bands ([`bands`]) take 52 KB, four a multiprocessor
-/// too, and were faster at every size from 2048² (0.103 → 0.091 ms, 16384² 2.22 → 1.81 ms).
+/// too, and were faster at every size from 2048² (0.103 → 0.091 ms, 16384² 2.22 → 1.82 ms).
 pub(crate) fn short_tiles(conn8: bool) -> bool {
     !conn8
 }
 
-/// Whether the tile pass works in two-row bands (`BANDS` in `bit_runs.cu`): 8-connected
-/// occupancy into 32-bit labels, in tall tiles.
-pub(crate) fn bands(conn8: bool, segments: bool, labels: LabelWidth, short_tiles: bool) -> bool {
-    conn8 && !segments && labels == LabelWidth::U32 && !short_tiles
+/// Whether the module's tile pass works in two-row bands (`BANDS` in `bit_runs.cu`):
+/// 8-connected occupancy into 32-bit labels, in tall tiles.
+pub(crate) fn bands(key: &ModuleKey) -> bool {
+    key.conn8 && !key.segments && key.labels == LabelWidth::U32 && !key.short_tiles
 }
 
 /// Worst-case union-find nodes of a tile of `th` rows (`MAXN`): every site of segments, half

@@ -50,8 +50,9 @@
 //! and short tiles need 8192 nodes at most (a quarter and a half of their sites), so their tile
 //! takes 52 and 42 KB where tall rows take 84, and `br_local` is compiled for four blocks a
 //! multiprocessor (32 registers) instead of two: the tiles' latency, which the tile pass is
-//! bound by, is hidden by twice as many tiles (16384² on an H200: 8-connected 2.22 → 1.81 ms raw,
-//! 4-connected in short tiles 2.27 → 2.16).
+//! bound by, is hidden by twice as many tiles (16384² on an H200: 8-connected 2.22 → 1.82 ms raw,
+//! 4-connected in short tiles 2.28 → 2.17). The analysis's band tiles take 75 KB with their
+//! accumulators, three a multiprocessor (`ANA_MINB`).
 //!
 //! For the cluster analysis ([`run_pieces`]) the tile pass is `br_local_ana`: once the tile's
 //! runs point at their local roots it sums each multi-run component's size, coordinate sums and
@@ -343,8 +344,7 @@ fn queue(
     let canonical = job.numbering == Numbering::Canonical;
     let tile_count = if write_once && !canonical { count } else { 0 };
     let globals = u32::from(tile_count != 0);
-    let key = job.key();
-    let tile_bands = bands(key.conn8, key.segments, key.labels, key.short_tiles);
+    let tile_bands = bands(&job.key());
     let smem = shared_bytes(
         job.segments,
         tile_h(job.segments, job.short_tiles),

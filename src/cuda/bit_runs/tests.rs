@@ -85,13 +85,28 @@ fn short_tiles_for_four_connected() {
         [max_nodes(false, 32, false), max_nodes(true, 16, false)],
         [16384, 16384]
     );
-    assert!(bands(true, false, LabelWidth::U32, false));
-    assert!(
-        !bands(true, false, LabelWidth::U32, true) && !bands(false, false, LabelWidth::U32, false)
-    );
-    assert!(
-        !bands(true, true, LabelWidth::U32, false) && !bands(true, false, LabelWidth::U64, false)
-    );
+    // Bands: 8-connected occupancy into 32-bit labels in tall tiles only.
+    let eight = Job {
+        connectivity: Connectivity::Eight,
+        ..job(64, 64)
+    };
+    assert!(bands(&eight.key()) && !bands(&job(64, 64).key()));
+    for other in [
+        Job {
+            short_tiles: true,
+            ..eight
+        },
+        Job {
+            segments: true,
+            ..eight
+        },
+        Job {
+            labels: LabelWidth::U64,
+            ..eight
+        },
+    ] {
+        assert!(!bands(&other.key()));
+    }
     let short = Job {
         short_tiles: true,
         ..job(2048, 2048)
