@@ -276,11 +276,7 @@ impl ModuleSpec for ModuleKey {
     fn shared_bytes(&self, kernel: &str, max_optin: usize) -> Option<usize> {
         match self.family {
             Family::BitRuns if self.labels == LabelWidth::U64 && kernel != "br_local" => None,
-            Family::BitRuns => {
-                let th = super::bit_runs::tile_h(self.segments, self.short_tiles);
-                let bands = super::bit_runs::bands(self);
-                super::bit_runs::kernel_shared_bytes(kernel, self.segments, th, bands, max_optin)
-            }
+            Family::BitRuns => super::bit_runs::kernel_shared_bytes(kernel, self, max_optin),
             _ => None,
         }
     }

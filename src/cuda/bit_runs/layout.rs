@@ -113,18 +113,26 @@ pub(crate) fn ana_shared_bytes(slots: u32, bands: bool) -> usize {
         + slots as usize * ANA_SLOT_BYTES
 }
 
-/// Dynamic shared memory a kernel of the module (tiles of `th` rows) is given when loaded, or
-/// `None` for kernels without (or, for `br_local_ana`, devices where it does not run).
+/// Dynamic shared memory of the module's `br_local` (its tiles' rows, in bands or not).
+pub(crate) fn local_bytes(key: &ModuleKey) -> usize {
+    shared_bytes(
+        key.segments,
+        tile_h(key.segments, key.short_tiles),
+        bands(key),
+    )
+}
+
+/// Dynamic shared memory a kernel of the module is given when loaded, or `None` for kernels
+/// without (or, for `br_local_ana`, devices where it does not run).
 pub(crate) fn kernel_shared_bytes(
     kernel: &str,
-    segments: bool,
-    th: usize,
-    bands: bool,
+    key: &ModuleKey,
     max_optin: usize,
 ) -> Option<usize> {
+    let bands = bands(key);
     match kernel {
-        "br_local" => Some(shared_bytes(segments, th, bands)),
-        "br_local_ana" if !segments => {
+        "br_local" => Some(local_bytes(key)),
+        "br_local_ana" if !key.segments => {
             ana_slots(max_optin, bands).map(|slots| ana_shared_bytes(slots, bands))
         }
         _ => None,

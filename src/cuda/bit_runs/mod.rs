@@ -114,7 +114,7 @@ use crate::Result;
 mod layout;
 pub(crate) use layout::{
     ana_launch_bytes, ana_slots, bands, check_wide, direct_hist_slots, kernel_shared_bytes,
-    rank_masks, scratch, shared_bytes, short_tiles, tile_h, write_once,
+    local_bytes, rank_masks, scratch, shared_bytes, short_tiles, tile_h, write_once,
 };
 use layout::{local_roots_word, run_roots_word, tiles};
 
@@ -344,12 +344,8 @@ fn queue(
     let canonical = job.numbering == Numbering::Canonical;
     let tile_count = if write_once && !canonical { count } else { 0 };
     let globals = u32::from(tile_count != 0);
-    let tile_bands = bands(&job.key());
-    let smem = shared_bytes(
-        job.segments,
-        tile_h(job.segments, job.short_tiles),
-        tile_bands,
-    ) as u32;
+    let key = job.key();
+    let (tile_bands, smem) = (bands(&key), local_bytes(&key) as u32);
     let entries = job.height * tiles_x;
     let chunks = entries.div_ceil(COUNT_CHUNK);
     // Scratch at `bufs.aux`: the edge-root mask, then (canonical) the root mask, the counts and

@@ -107,6 +107,19 @@ fn short_tiles_for_four_connected() {
     ] {
         assert!(!bands(&other.key()));
     }
+    // The module's `br_local` room follows its key: bands, short tiles, tall rows.
+    let short4 = Job {
+        short_tiles: true,
+        ..job(64, 64)
+    };
+    assert_eq!(
+        [
+            local_bytes(&eight.key()),
+            local_bytes(&short4.key()),
+            local_bytes(&job(64, 64).key())
+        ],
+        [band, short, rows]
+    );
     let short = Job {
         short_tiles: true,
         ..job(2048, 2048)
