@@ -18,4 +18,5 @@ pub(crate) mod options;
 pub(crate) mod region;
 pub(crate) mod rule;
 pub(crate) mod size_counts;
+pub(crate) mod stream;
 pub(crate) mod sweep;

@@ -21,7 +21,10 @@
 //! the labels are written lattice row by lattice row from the band's runs.
 //!
 //! Bytes moved: the input is read once and the labels written once; the runs' union-find arrays
-//! (a few indices per run) are the only other traffic.
+//! (a few indices per run) are the only other traffic. Label images of 64 MiB and more are made
+//! row by row in a cached staging row and streamed out word by word
+//! ([`crate::core::stream`]), so that writing them does not read them from memory first; a word
+//! that repeats the row above is then already in the staging row, and so is a word of zeros.
 //!
 //! Generic over the forest's index type `I` ([`Index`]: `u32`, or `u64` for lattices with more
 //! runs than `u32` numbers) and the label type `L` (`u32` or `u64`): one algorithm, each width paid
@@ -37,9 +40,10 @@ use rayon::prelude::*;
 mod bands;
 mod scan;
 mod write;
+use crate::core::stream::{stream_fence, Streamer, STREAM_BYTES};
 pub(crate) use bands::Bands;
 use scan::{copies_pay, label_strip, merge_rows};
-use write::{copy_forests, number_parallel, write_row};
+use write::{copy_forests, number_parallel, write_row, Above};
 
 /// Per-row scratch masks, `words(w)` long each.
 #[derive(Default)]
@@ -244,17 +248,29 @@ pub(crate) fn label<R: JoinRule, I: Index, L: Index>(
     scratch: &mut Scratch<I>,
     out: ArrayViewMut2<'_, L>,
 ) -> usize {
-    label_with(rule, connectivity, boundary, strips, None, scratch, out)
+    label_with(
+        rule,
+        connectivity,
+        boundary,
+        strips,
+        None,
+        None,
+        scratch,
+        out,
+    )
 }
 
 /// [`label`], with node copying as `copy` says (`None`: as [`copies_pay`] judges; bands always
-/// copy, which is how their new nodes come in the order of their clusters' first sites).
+/// copy, which is how their new nodes come in the order of their clusters' first sites), and
+/// the label image streamed out as `stream` says (`None`: from [`STREAM_BYTES`] up).
+#[allow(clippy::too_many_arguments)]
 fn label_with<R: JoinRule, I: Index, L: Index>(
     rule: &R,
     connectivity: Connectivity,
     boundary: Boundary,
     strips: usize,
     copy: Option<bool>,
+    stream: Option<bool>,
     scratch: &mut Scratch<I>,
     mut out: ArrayViewMut2<'_, L>,
 ) -> usize {
@@ -302,6 +318,7 @@ fn label_with<R: JoinRule, I: Index, L: Index>(
     // Write each site's label from its run's number: lattice row `y` of the strip is row
     // `y / band` of its rule, and writes the sites of its `y % band`th lattice row.
     let band = R::BAND_ROWS;
+    let stream = stream.unwrap_or(out.len() * std::mem::size_of::<L>() >= STREAM_BYTES);
     out.axis_chunks_iter_mut(Axis(0), chunk * band)
         .into_par_iter()
         .zip(strips.par_iter())
@@ -309,21 +326,50 @@ fn label_with<R: JoinRule, I: Index, L: Index>(
             let n = rows.nrows();
             // Contiguous rows: words that repeat the row above are copied from it.
             if let Some(buf) = rows.as_slice_mut() {
+                if stream {
+                    // Each row made in one cached staging row, which still holds the row above
+                    // where a word repeats it, and streamed out word by word as it is made.
+                    let mut stage = vec![L::default(); w];
+                    let mut zero = vec![true; nw];
+                    for (y, dst) in buf.chunks_exact_mut(w).enumerate() {
+                        let (r, half) = (y / band, y % band);
+                        let above = Some(Above::InPlace {
+                            same: (y > 0).then(|| &s.same[y * nw..][..nw]),
+                            zero: &mut zero,
+                        });
+                        let mut sink = Streamer::new(dst);
+                        write_row(
+                            s,
+                            copy,
+                            r,
+                            half,
+                            nw,
+                            number,
+                            &mut stage,
+                            above,
+                            Some(&mut sink),
+                        );
+                        sink.finish(&stage);
+                    }
+                    stream_fence();
+                    return;
+                }
                 for y in 0..n {
                     let (r, half) = (y / band, y % band);
                     let (above, dst) = buf.split_at_mut(y * w);
-                    let above = (y > 0).then(|| (&above[(y - 1) * w..], &s.same[y * nw..][..nw]));
-                    write_row(s, copy, r, half, nw, number, &mut dst[..w], above);
+                    let above = (y > 0)
+                        .then(|| Above::Copy(&above[(y - 1) * w..], &s.same[y * nw..][..nw]));
+                    write_row(s, copy, r, half, nw, number, &mut dst[..w], above, None);
                 }
                 return;
             }
             for (y, mut out_row) in rows.axis_iter_mut(Axis(0)).enumerate() {
                 let (r, half) = (y / band, y % band);
                 match out_row.as_slice_mut() {
-                    Some(dst) => write_row(s, copy, r, half, nw, number, dst, None),
+                    Some(dst) => write_row(s, copy, r, half, nw, number, dst, None, None),
                     None => {
                         let mut tmp = vec![L::default(); w];
-                        write_row(s, copy, r, half, nw, number, &mut tmp, None);
+                        write_row(s, copy, r, half, nw, number, &mut tmp, None, None);
                         out_row.iter_mut().zip(&tmp).for_each(|(d, &v)| *d = v);
                     }
                 }

@@ -120,39 +120,51 @@ fn against_oracle<R: JoinRule>(rule: &R, c: Connectivity, b: Boundary, strips: u
     let n = crate::cpu::bfs::label(rule, c, b, &mut Default::default(), want.view_mut());
     let want = (n, want.mapv(u64::from));
     // Both scans, whichever `copies_pay` picks for the shape, and the wide indices and labels.
-    for copy in [false, true] {
-        let got = run_with::<_, u32, u32>(rule, c, b, strips, Some(copy));
+    // The label image written in place and streamed out of a staging row alike.
+    for (copy, stream) in [(false, false), (true, false), (false, true), (true, true)] {
+        let got = run_with::<_, u32, u32>(rule, c, b, strips, Some(copy), stream);
         assert_eq!(
             got.0, want.0,
-            "{what} {h}×{w} {c} {b} {strips} strips {copy}: count"
+            "{what} {h}×{w} {c} {b} {strips} strips {copy} {stream}: count"
         );
         assert!(
             got == want,
-            "{what} {h}×{w} {c} {b} {strips} strips, copy {copy}: labels"
+            "{what} {h}×{w} {c} {b} {strips} strips, copy {copy}, stream {stream}: labels"
         );
         assert!(
-            run_with::<_, u64, u64>(rule, c, b, strips, Some(copy)) == want,
-            "{what} {copy} wide"
+            run_with::<_, u64, u64>(rule, c, b, strips, Some(copy), stream) == want,
+            "{what} {copy} {stream} wide"
         );
         assert!(
-            run_with::<_, u32, u64>(rule, c, b, strips, Some(copy)) == want,
-            "{what} {copy} wide labels"
+            run_with::<_, u32, u64>(rule, c, b, strips, Some(copy), stream) == want,
+            "{what} {copy} {stream} wide labels"
         );
     }
 }
 
-/// [`run`] with the scan forced (`Some(copy)`) or judged (`None`).
+/// [`run`] with the scan forced (`Some(copy)`) or judged (`None`), and the label image streamed
+/// out or not.
 fn run_with<R: JoinRule, I: Index, L: Index>(
     rule: &R,
     c: Connectivity,
     b: Boundary,
     strips: usize,
     copy: Option<bool>,
+    stream: bool,
 ) -> (usize, Array2<u64>) {
     let (h, w) = rule.dim();
     let mut scratch = Scratch::<I>::default();
     let mut out = Array2::<L>::default((h, w));
-    let n = label_with(rule, c, b, strips, copy, &mut scratch, out.view_mut());
+    let n = label_with(
+        rule,
+        c,
+        b,
+        strips,
+        copy,
+        Some(stream),
+        &mut scratch,
+        out.view_mut(),
+    );
     (n, out.mapv(|l| l.usize() as u64))
 }
 
@@ -258,14 +270,17 @@ fn bands_run<I: Index, L: Index>(
     a: ndarray::ArrayView2<'_, u32>,
     b: Boundary,
     strips: usize,
+    stream: bool,
     scratch: &mut Scratch<I>,
 ) -> (usize, Array2<u64>) {
     let mut out = Array2::<L>::default(a.dim());
-    let n = label(
+    let n = label_with(
         &Bands { lattice: a },
         Connectivity::Eight,
         b,
         strips,
+        None,
+        Some(stream),
         scratch,
         out.view_mut(),
     );
@@ -348,21 +363,24 @@ fn bands_match_the_oracle() {
                 (n, want.mapv(u64::from))
             };
             let (want, want_rev) = (oracle(a.view()), oracle(rev));
-            for strips in [1, 2, 3, 8] {
-                let at = format!("{what} {h}×{w} {b} {strips} strips");
-                let got = bands_run::<u32, u32>(a.view(), b, strips, &mut narrow);
+            for (strips, stream) in [1, 2, 3, 8]
+                .into_iter()
+                .flat_map(|s| [(s, false), (s, true)])
+            {
+                let at = format!("{what} {h}×{w} {b} {strips} strips, stream {stream}");
+                let got = bands_run::<u32, u32>(a.view(), b, strips, stream, &mut narrow);
                 assert_eq!(got.0, want.0, "{at}: count");
                 assert!(got == want, "{at}: labels");
                 assert!(
-                    bands_run::<u64, u64>(a.view(), b, strips, &mut wide) == want,
+                    bands_run::<u64, u64>(a.view(), b, strips, stream, &mut wide) == want,
                     "{at}: wide"
                 );
                 assert!(
-                    bands_run::<u32, u64>(a.view(), b, strips, &mut narrow) == want,
+                    bands_run::<u32, u64>(a.view(), b, strips, stream, &mut narrow) == want,
                     "{at}: u64 labels"
                 );
                 assert!(
-                    bands_run::<u32, u32>(rev, b, strips, &mut narrow) == want_rev,
+                    bands_run::<u32, u32>(rev, b, strips, stream, &mut narrow) == want_rev,
                     "{at}: reversed"
                 );
                 // A plain-row labeling with the same scratch between band labelings.
@@ -389,5 +407,5 @@ fn bands_match_the_oracle() {
             }
         }
     }
-    assert_eq!(cases, 11 * 12 * 4 * 4);
+    assert_eq!(cases, 11 * 12 * 4 * 4 * 2);
 }

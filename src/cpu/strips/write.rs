@@ -2,6 +2,7 @@
 //! raster order in parallel, and the labels written run by run.
 
 use super::*;
+use crate::core::stream::Streamer;
 use crate::cpu::union_find::find;
 
 /// Concatenates the strips' forests into `dst`, shifting labels by each strip's offset; splits
@@ -124,8 +125,8 @@ pub(super) fn uniform<L: Index>(
 ///
 /// A word with few pieces (stretches of occupied sites cut at run starts) is written with one
 /// fill per piece; a fragmented one (random lattices near p_c) site by occupied site, each site's
-/// run found by counting the run starts up to it. `above`: the row above and the words that
-/// repeat it (`Strip::same`), copied from it.
+/// run found by counting the run starts up to it. `above`: the words that repeat the row above
+/// (`Strip::same`), and where that row is (see [`Above`]).
 #[allow(clippy::too_many_arguments)]
 #[inline]
 pub(super) fn write_row<I: Index, L: Index>(
@@ -136,7 +137,8 @@ pub(super) fn write_row<I: Index, L: Index>(
     nw: usize,
     number: &[I::Atomic],
     dst: &mut [L],
-    above: Option<(&[L], &[bool])>,
+    above: Option<Above<'_, L>>,
+    sink: Option<&mut Streamer<'_, L>>,
 ) {
     let row = s.row_local(r, nw);
     let sites = match s.edges(r, nw) {
@@ -154,11 +156,32 @@ pub(super) fn write_row<I: Index, L: Index>(
             |k| widen(I::load(&number[lab[k].usize()])),
             dst,
             above,
+            sink,
         );
     } else {
         let number = &number[row.base.usize()..][..row.runs.usize()];
-        write_runs(&row, sites, |k| widen(I::load(&number[k])), dst, above);
+        write_runs(
+            &row,
+            sites,
+            |k| widen(I::load(&number[k])),
+            dst,
+            above,
+            sink,
+        );
     }
+}
+
+/// The row above a label row being written, for the words that repeat it.
+pub(super) enum Above<'a, L> {
+    /// In another buffer, copied from: the row above, and the words that repeat it.
+    Copy(&'a [L], &'a [bool]),
+    /// Already in the row's own buffer, a staging row written in place row after row: the
+    /// words that repeat the row above (none in a strip's first row), and which of the buffer's
+    /// words hold only zeros (kept up to date here). Such words are left as they are.
+    InPlace {
+        same: Option<&'a [bool]>,
+        zero: &'a mut [bool],
+    },
 }
 
 /// [`write_row`] with `value(k)`, the label of the row's run `k`, into the sites `sites` (the
@@ -169,7 +192,8 @@ pub(super) fn write_runs<I: Index, L: Index>(
     sites: &[u64],
     value: impl Fn(usize) -> L,
     dst: &mut [L],
-    above: Option<(&[L], &[bool])>,
+    mut above: Option<Above<'_, L>>,
+    mut sink: Option<&mut Streamer<'_, L>>,
 ) {
     // `k` is the row's run of the current piece, counted from the run starts (wrapping: before
     // the row's first run it is -1, never read: the row's first piece starts a run).
@@ -179,65 +203,81 @@ pub(super) fn write_runs<I: Index, L: Index>(
     // 4-connected) stops trying after two misses more than hits.
     let mut credit = 2i32;
     for i in 0..row.occ.len() {
-        let (o, st) = (sites[i], row.starts[i]);
         let x0 = i * WORD;
-        let out = &mut dst[x0..(x0 + WORD).min(w)];
-        let mut pieces = st | (o & !(o << 1));
-        let few = pieces.count_ones() <= 4;
-        // (A few fills are cheaper than reading the row above.)
-        if let (Some((prev, same)), false) = (above, few) {
-            if same[i] {
-                out.copy_from_slice(&prev[i * WORD..][..out.len()]);
-                k = k.wrapping_add(st.count_ones() as usize);
-                continue;
+        'word: {
+            let (o, st) = (sites[i], row.starts[i]);
+            let out = &mut dst[x0..(x0 + WORD).min(w)];
+            let mut pieces = st | (o & !(o << 1));
+            let few = pieces.count_ones() <= 4;
+            match &mut above {
+                // (A few fills are cheaper than reading the row above.)
+                Some(Above::Copy(prev, same)) if !few && same[i] => {
+                    out.copy_from_slice(&prev[i * WORD..][..out.len()]);
+                    k = k.wrapping_add(st.count_ones() as usize);
+                    break 'word;
+                }
+                Some(Above::InPlace { same, zero }) => {
+                    let was_zero = zero[i];
+                    zero[i] = o == 0;
+                    if same.is_some_and(|same| same[i]) || (o == 0 && was_zero) {
+                        zero[i] = was_zero;
+                        k = k.wrapping_add(st.count_ones() as usize);
+                        break 'word;
+                    }
+                }
+                _ => {}
             }
-        }
-        if o == 0 {
-            out.fill(L::default());
-            k = k.wrapping_add(st.count_ones() as usize);
-            continue;
-        }
-        let len = out.len();
-        if few {
-            if o != u64::MAX {
+            if o == 0 {
                 out.fill(L::default());
+                k = k.wrapping_add(st.count_ones() as usize);
+                break 'word;
             }
-            while pieces != 0 {
-                let b = pieces.trailing_zeros() as usize;
-                k = k.wrapping_add(((st >> b) & 1) as usize);
-                pieces &= pieces - 1;
-                let gap = !o & (u64::MAX << b);
-                let end = pieces.trailing_zeros().min(gap.trailing_zeros()) as usize;
-                out[b..end.min(len)].fill(value(k));
+            let len = out.len();
+            if few {
+                if o != u64::MAX {
+                    out.fill(L::default());
+                }
+                while pieces != 0 {
+                    let b = pieces.trailing_zeros() as usize;
+                    k = k.wrapping_add(((st >> b) & 1) as usize);
+                    pieces &= pieces - 1;
+                    let gap = !o & (u64::MAX << b);
+                    let end = pieces.trailing_zeros().min(gap.trailing_zeros()) as usize;
+                    out[b..end.min(len)].fill(value(k));
+                }
+            } else if let Some(v) = (credit > 0 && o.count_ones() >= 32)
+                .then(|| {
+                    let v = uniform(k, row.occ[i], st, &value);
+                    credit = if v.is_some() {
+                        (credit + 1).min(4)
+                    } else {
+                        credit - 1
+                    };
+                    v
+                })
+                .flatten()
+            {
+                // Fragmented, but dense and all of one cluster (a giant cluster's sites, tried where
+                // at least half the word is occupied, while such words keep coming in the row):
+                // masked stores.
+                L::masked_fill(out, o, v);
+                k = k.wrapping_add(st.count_ones() as usize);
+            } else {
+                // Occupied sites only: each one's run is the count of starts up to it.
+                out.fill(L::default());
+                let mut m = o;
+                while m != 0 {
+                    let j = m.trailing_zeros() as usize;
+                    let run = k.wrapping_add((st & (u64::MAX >> (63 - j))).count_ones() as usize);
+                    out[j] = value(run);
+                    m &= m - 1;
+                }
+                k = k.wrapping_add(st.count_ones() as usize);
             }
-        } else if let Some(v) = (credit > 0 && o.count_ones() >= 32)
-            .then(|| {
-                let v = uniform(k, row.occ[i], st, &value);
-                credit = if v.is_some() {
-                    (credit + 1).min(4)
-                } else {
-                    credit - 1
-                };
-                v
-            })
-            .flatten()
-        {
-            // Fragmented, but dense and all of one cluster (a giant cluster's sites, tried where
-            // at least half the word is occupied, while such words keep coming in the row):
-            // masked stores.
-            L::masked_fill(out, o, v);
-            k = k.wrapping_add(st.count_ones() as usize);
-        } else {
-            // Occupied sites only: each one's run is the count of starts up to it.
-            out.fill(L::default());
-            let mut m = o;
-            while m != 0 {
-                let j = m.trailing_zeros() as usize;
-                let run = k.wrapping_add((st & (u64::MAX >> (63 - j))).count_ones() as usize);
-                out[j] = value(run);
-                m &= m - 1;
-            }
-            k = k.wrapping_add(st.count_ones() as usize);
+        }
+        // The word is made: send what is ready.
+        if let Some(sink) = sink.as_deref_mut() {
+            sink.upto(dst, x0 + WORD);
         }
     }
 }
