@@ -44,9 +44,6 @@ impl CudaAnalyzer {
     ) -> Result<Self> {
         match device.0 {}
     }
-    pub(crate) fn analyze<T: SiteValue>(&mut self, _: ArrayView2<'_, T>) -> Result<ClusterTable> {
-        match self.0 {}
-    }
     pub(crate) fn analyze_labeled<T: SiteValue>(
         &mut self,
         _: ArrayView2<'_, T>,
