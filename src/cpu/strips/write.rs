@@ -217,13 +217,13 @@ pub(super) fn write_runs<I: Index, L: Index>(
                     break 'word;
                 }
                 Some(Above::InPlace { same, zero }) => {
-                    let was_zero = zero[i];
-                    zero[i] = o == 0;
-                    if same.is_some_and(|same| same[i]) || (o == 0 && was_zero) {
-                        zero[i] = was_zero;
+                    // The staging row still holds the row above's word: kept where this word
+                    // repeats it (zeros or not, as it was), or where both are zeros.
+                    if same.is_some_and(|same| same[i]) || (o == 0 && zero[i]) {
                         k = k.wrapping_add(st.count_ones() as usize);
                         break 'word;
                     }
+                    zero[i] = o == 0;
                 }
                 _ => {}
             }
