@@ -1288,12 +1288,6 @@ __device__ __forceinline__ void seam_unite(label_t* L, const Geo& g, label_t a, 
     unite(L, g, a - 1, b - 1);
 }
 
-// Unites the global sets of two edge sites' local roots when the sites are joined.
-__device__ __forceinline__ void br_join(const site_t* __restrict__ in, label_t* L, const Geo& g,
-                                        site_t cs, label_t ls, idx_t o) {
-    if (joined_values(cs, in[o])) seam_unite(L, g, ls, ld_cg(L + o));
-}
-
 // The two lines (rows or columns) that seam j faces across, among `tiles` tiles of `span` lines
 // over n lines: seam j < tiles - 1 lies between tiles j and j + 1, seam tiles - 1 is the periodic
 // edge between line n - 1 and line 0.
@@ -1307,10 +1301,12 @@ __device__ __forceinline__ void seam_lines(u32 j, u32 tiles, u32 span, u32 n, u3
 // tiles_y - 1 the periodic y edge; grid (ceil(w / 256), min(seams, 65535)), CTA 256, one thread
 // per column. mode 1: columns, likewise, one thread per row. A grid of depth 2 runs both in one
 // launch (blockIdx.z is the mode; the unions commute), its x and y spans the larger of the two:
-// on small lattices each launch is mostly latency. A diagonal contact (8-connectivity) that a
-// straight one unites already is skipped: where the site it reaches is of the far component, or
-// where the neighbouring line's straight contact joins this component to it; only a run's ends
-// are left.
+// on small lattices each launch is mostly latency. A contact that another one unites already is
+// skipped, decided from the lattice alone (sites joined within a tile are of one local
+// component): a straight one that continues the straight one before it in the same tiles, and
+// (8-connectivity) a diagonal one whose far site is joined to the site straight across, or whose
+// near site's neighbour makes a straight contact with it. Only the contacts left load labels: a
+// thread's chain of dependent loads is most of this pass's time.
 extern "C" __global__ void __launch_bounds__(256)
 br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tiles_y, u32 wrap_x,
          u32 wrap_y, u32 mode) {
@@ -1325,28 +1321,46 @@ br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tile
             const idx_t b = (idx_t)yb * g.w + x, t = (idx_t)yt * g.w + x;
             const site_t cb = in[b];
             if (!cb) continue;
-            const label_t lb = ld_cg(L + b);
+#if !CONN8
+            // Only a contact's first column unites: one that continues the contact at x - 1 in
+            // the same tiles (both sites joined to their left neighbours, so of the same local
+            // components) joins the pair joined there. The lattice alone decides it, so no
+            // other column loads a label.
+            const site_t ct = in[t];
+            if (!joined_values(cb, ct)) continue;
+            if ((x & (TW - 1u)) && joined_values(in[b - 1], cb) && joined_values(in[t - 1], ct))
+                continue;
+            seam_unite(L, g, ld_cg(L + b), ld_cg(L + t));
+#else
+            // 8-connectivity: the site across (t) and the two diagonal ones (ol, or_). A contact
+            // is skipped where another column unites the same pair of local components: the
+            // straight one at x when the diagonal site is joined to t in its tile, or the
+            // straight one at x - 1 (x + 1) when b's neighbour there is joined to b in its tile
+            // and to the diagonal site. Those tests read the lattice only; labels are loaded
+            // for the unions that remain.
             const site_t ct = in[t];
             const bool vert = joined_values(cb, ct);
-            const label_t lt = vert ? ld_cg(L + t) : (label_t)0;
-            if (vert) {
-                // The same pair of local components as at x - 1: already united there.
-                const bool dup = x > 0 && joined_values(in[b - 1], in[t - 1]) &&
-                                 ld_cg(L + b - 1) == lb && ld_cg(L + t - 1) == lt;
-                if (!dup) seam_unite(L, g, lb, lt);
+            const bool lin = (x & (TW - 1u)) != 0;                     // x - 1 in the tiles
+            const bool rin = x + 1 < g.w && ((x + 1) & (TW - 1u)) != 0; // x + 1 in the tiles
+            const idx_t ol = (idx_t)yt * g.w + (x > 0 ? x - 1 : g.w - 1);
+            const idx_t or_ = (idx_t)yt * g.w + (x + 1 < g.w ? x + 1 : 0u);
+            const site_t tl = (x > 0 || wrap_x) ? in[ol] : (site_t)0;
+            const site_t tr = (x + 1 < g.w || wrap_x) ? in[or_] : (site_t)0;
+            const site_t bl = lin ? in[b - 1] : (site_t)0, bq = rin ? in[b + 1] : (site_t)0;
+            const bool bl_b = joined_values(bl, cb), bq_b = joined_values(bq, cb);
+            const bool tl_t = lin && joined_values(tl, ct), tr_t = rin && joined_values(tr, ct);
+            label_t lb = 0; // loaded at the first union
+            if (vert && !(bl_b && tl_t)) {
+                lb = ld_cg(L + b);
+                seam_unite(L, g, lb, ld_cg(L + t));
             }
-#if CONN8
-            if (x > 0 || wrap_x) {
-                const idx_t o = (idx_t)yt * g.w + (x > 0 ? x - 1 : g.w - 1);
-                const bool by_left =
-                    x > 0 && ld_cg(L + b - 1) == lb && joined_values(in[b - 1], in[o]);
-                if (!(vert && ld_cg(L + o) == lt) && !by_left) br_join(in, L, g, cb, lb, o);
+            if (joined_values(cb, tl) && !(vert && tl_t) && !(bl_b && joined_values(bl, tl))) {
+                if (!lb) lb = ld_cg(L + b);
+                seam_unite(L, g, lb, ld_cg(L + ol));
             }
-            if (x + 1 < g.w || wrap_x) {
-                const idx_t o = (idx_t)yt * g.w + (x + 1 < g.w ? x + 1 : 0u);
-                const bool by_right =
-                    x + 1 < g.w && ld_cg(L + b + 1) == lb && joined_values(in[b + 1], in[o]);
-                if (!(vert && ld_cg(L + o) == lt) && !by_right) br_join(in, L, g, cb, lb, o);
+            if (joined_values(cb, tr) && !(vert && tr_t) && !(bq_b && joined_values(bq, tr))) {
+                if (!lb) lb = ld_cg(L + b);
+                seam_unite(L, g, lb, ld_cg(L + or_));
             }
 #endif
         }
@@ -1360,25 +1374,39 @@ br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tile
             const idx_t s = (idx_t)y * g.w + xr, l = (idx_t)y * g.w + xl;
             const site_t cs = in[s];
             if (!cs) continue;
-            const label_t ls = ld_cg(L + s);
-            const bool horiz = joined_values(cs, in[l]);
-            const label_t ll = horiz ? ld_cg(L + l) : (label_t)0;
-            // As the rows' seams: a pair of local components met in the row above is skipped.
-            const bool dup = y > 0 && joined_values(in[s - g.w], in[l - g.w]) &&
-                             ld_cg(L + s - g.w) == ls && ld_cg(L + l - g.w) == ll;
-            if (horiz && !dup) seam_unite(L, g, ls, ll);
-#if CONN8
-            if (y > 0 || wrap_y) {
-                const idx_t o = (idx_t)(y > 0 ? y - 1 : g.h - 1) * g.w + xl;
-                const bool by_up =
-                    y > 0 && ld_cg(L + s - g.w) == ls && joined_values(in[s - g.w], in[o]);
-                if (!(horiz && ld_cg(L + o) == ll) && !by_up) br_join(in, L, g, cs, ls, o);
+#if !CONN8
+            // As the rows' seams: only a contact's first row (in the tiles) unites.
+            const site_t cl = in[l];
+            if (!joined_values(cs, cl)) continue;
+            if ((y & (TH - 1u)) && joined_values(in[s - g.w], cs) && joined_values(in[l - g.w], cl))
+                continue;
+            seam_unite(L, g, ld_cg(L + s), ld_cg(L + l));
+#else
+            // As the rows' seams, across a column seam: the site across (l), the diagonal ones
+            // above and below it (ou, od).
+            const site_t cl = in[l];
+            const bool horiz = joined_values(cs, cl);
+            const bool uin = (y & (TH - 1u)) != 0;                     // y - 1 in the tiles
+            const bool din = y + 1 < g.h && ((y + 1) & (TH - 1u)) != 0; // y + 1 in the tiles
+            const idx_t ou = (idx_t)(y > 0 ? y - 1 : g.h - 1) * g.w + xl;
+            const idx_t od = (idx_t)(y + 1 < g.h ? y + 1 : 0u) * g.w + xl;
+            const site_t lu = (y > 0 || wrap_y) ? in[ou] : (site_t)0;
+            const site_t ld = (y + 1 < g.h || wrap_y) ? in[od] : (site_t)0;
+            const site_t su = uin ? in[s - g.w] : (site_t)0, sd = din ? in[s + g.w] : (site_t)0;
+            const bool su_s = joined_values(su, cs), sd_s = joined_values(sd, cs);
+            const bool lu_l = uin && joined_values(lu, cl), ld_l = din && joined_values(ld, cl);
+            label_t ls = 0; // loaded at the first union
+            if (horiz && !(su_s && lu_l)) {
+                ls = ld_cg(L + s);
+                seam_unite(L, g, ls, ld_cg(L + l));
             }
-            if (y + 1 < g.h || wrap_y) {
-                const idx_t o = (idx_t)(y + 1 < g.h ? y + 1 : 0u) * g.w + xl;
-                const bool by_down =
-                    y + 1 < g.h && ld_cg(L + s + g.w) == ls && joined_values(in[s + g.w], in[o]);
-                if (!(horiz && ld_cg(L + o) == ll) && !by_down) br_join(in, L, g, cs, ls, o);
+            if (joined_values(cs, lu) && !(horiz && lu_l) && !(su_s && joined_values(su, lu))) {
+                if (!ls) ls = ld_cg(L + s);
+                seam_unite(L, g, ls, ld_cg(L + ou));
+            }
+            if (joined_values(cs, ld) && !(horiz && ld_l) && !(sd_s && joined_values(sd, ld))) {
+                if (!ls) ls = ld_cg(L + s);
+                seam_unite(L, g, ls, ld_cg(L + od));
             }
 #endif
         }
@@ -1427,9 +1455,15 @@ br_flatten(label_t* L, Geo g, u32* ER, u32* RB, u32 tiles_x, u32 entries, u32 sp
         const u32 b = __ffs(word) - 1;
         word &= word - 1;
         const idx_t r = base + b;
-        const idx_t R = br_root(L, r);
-        if (R != r) L[r] = R + 1;
-        else global |= 1u << b;
+        const label_t v = ld_cg(L + r);
+        if (v == r + 1) {
+            global |= 1u << b;
+            continue;
+        }
+        // Most edge components span two tiles: their local roots point at the global root
+        // already, and a store that changes nothing still costs a scattered sector.
+        const idx_t R = br_root(L, v - 1);
+        if (v != R + 1) L[r] = R + 1;
     }
     if (RB != nullptr && global) {
         if (split) atomicOr(RB + i, global);

@@ -13,7 +13,9 @@
 //! - `br_local` labels each tile and writes every site, and the mask of the tiles' edge
 //!   components' local roots (canonical numbering: also of their interior roots).
 //! - `br_merge` unites the sites facing each other across tile seams and the periodic edges
-//!   (atomicMin linking, finds starting at local roots).
+//!   (atomicMin linking, finds starting at local roots). A contact that repeats one another
+//!   thread unites is skipped from the lattice alone (sites joined within a tile are of one local
+//!   component), so only the contacts left load labels.
 //! - `br_flatten` points every edge component's local root straight at its global root
 //!   (canonical: and adds that root to the mask).
 //! - Canonical only: `br_count` and `canon_scan` count and scan the mask's roots per (row, tile
