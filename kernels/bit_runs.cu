@@ -1199,6 +1199,18 @@ br_write(const site_t* __restrict__ in, u32* L, const u16* __restrict__ RT, Geo 
 }
 #endif
 
+// br_merge's part of the grid for this block: mode 0 rows, 1 columns; mode 2 runs both in one
+// launch, the rows' seams in the y blocks below `split` and the columns' in the rest (so that
+// neither kind has blocks with no seam to take). by / gy: this block's first seam and the stride.
+struct SeamGrid {
+    u32 mode, by, gy;
+};
+__device__ __forceinline__ SeamGrid seam_grid(u32 mode, u32 split) {
+    if (mode < 2u) return SeamGrid{mode, blockIdx.y, gridDim.y};
+    if (blockIdx.y < split) return SeamGrid{0u, blockIdx.y, split};
+    return SeamGrid{1u, blockIdx.y - split, gridDim.y - split};
+}
+
 #if LABEL64
 // Local root + 1 of site (y, x) from LL (0 when empty): the root's position in the site's tile.
 __device__ __forceinline__ u64 lr1(const u16* __restrict__ LL, const Geo& g, u32 y, u32 x) {
@@ -1226,13 +1238,13 @@ __device__ __forceinline__ void seam_lines(u32 j, u32 tiles, u32 span, u32 n, u3
 
 extern "C" __global__ void __launch_bounds__(256)
 br_merge(const site_t* __restrict__ in, u64* L, const u16* __restrict__ LL, Geo g, u32 tiles_x,
-         u32 tiles_y, u32 wrap_x, u32 wrap_y, u32 mode) {
-    if (gridDim.z > 1) mode = blockIdx.z;
-    if (mode == 0) {
+         u32 tiles_y, u32 wrap_x, u32 wrap_y, u32 mode, u32 split) {
+    const SeamGrid sg = seam_grid(mode, split);
+    if (sg.mode == 0) {
         const u32 x = blockIdx.x * blockDim.x + threadIdx.x;
         if (x >= g.w) return;
         const u32 seams = tiles_y - 1 + wrap_y;
-        for (u32 j = blockIdx.y; j < seams; j += gridDim.y) {
+        for (u32 j = sg.by; j < seams; j += sg.gy) {
             u32 yt, yb;
             seam_lines(j, tiles_y, TH, g.h, &yt, &yb);
             const u64 b = (u64)yb * g.w + x, t = (u64)yt * g.w + x;
@@ -1263,7 +1275,7 @@ br_merge(const site_t* __restrict__ in, u64* L, const u16* __restrict__ LL, Geo 
         const u32 y = blockIdx.x * blockDim.x + threadIdx.x;
         if (y >= g.h) return;
         const u32 seams = tiles_x - 1 + wrap_x;
-        for (u32 j = blockIdx.y; j < seams; j += gridDim.y) {
+        for (u32 j = sg.by; j < seams; j += sg.gy) {
             u32 xl, xr;
             seam_lines(j, tiles_x, TW, g.w, &xl, &xr);
             const site_t cs = in[(u64)y * g.w + xr];
@@ -1298,10 +1310,11 @@ __device__ __forceinline__ void seam_lines(u32 j, u32 tiles, u32 span, u32 n, u3
 }
 
 // The seams. mode 0: rows; seam j < tiles_y - 1 is between tile rows j and j + 1, seam
-// tiles_y - 1 the periodic y edge; grid (ceil(w / 256), min(seams, 65535)), CTA 256, one thread
-// per column. mode 1: columns, likewise, one thread per row. A grid of depth 2 runs both in one
-// launch (blockIdx.z is the mode; the unions commute), its x and y spans the larger of the two:
-// on small lattices each launch is mostly latency. A contact that another one unites already is
+// tiles_y - 1 the periodic y edge; grid (ceil(w / (256 cols)), min(seams, 65535)), CTA 256,
+// `cols` columns a thread (src/cuda/bit_runs/mod.rs: merge_cols; 1 or 2, and 1 with
+// 8-connectivity). mode 1: columns, likewise, one thread per row. mode 2 runs
+// both in one launch (seam_grid; the unions commute), its x span the larger of the two: on small
+// lattices each launch is mostly latency. A contact that another one unites already is
 // skipped, decided from the lattice alone (sites joined within a tile are of one local
 // component): a straight one that continues the straight one before it in the same tiles, and
 // (8-connectivity) a diagonal one whose far site is joined to the site straight across, or whose
@@ -1309,29 +1322,37 @@ __device__ __forceinline__ void seam_lines(u32 j, u32 tiles, u32 span, u32 n, u3
 // thread's chain of dependent loads is most of this pass's time.
 extern "C" __global__ void __launch_bounds__(256)
 br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tiles_y, u32 wrap_x,
-         u32 wrap_y, u32 mode) {
-    if (gridDim.z > 1) mode = blockIdx.z;
-    if (mode == 0) {
-        const u32 x = blockIdx.x * blockDim.x + threadIdx.x;
+         u32 wrap_y, u32 mode, u32 split, u32 cols) {
+    const SeamGrid sg = seam_grid(mode, split);
+    if (sg.mode == 0) {
+        // 4-connectivity on large lattices: two columns a thread. A contact's first column is at
+        // most every other one on occupancy, so a thread unites at most once and a warp waits
+        // for one union's chain of loads at most, over half as many warps.
+        const u32 x = cols * (blockIdx.x * blockDim.x + threadIdx.x);
         if (x >= g.w) return;
         const u32 seams = tiles_y - 1 + wrap_y;
-        for (u32 j = blockIdx.y; j < seams; j += gridDim.y) {
+        for (u32 j = sg.by; j < seams; j += sg.gy) {
             u32 yt, yb;
             seam_lines(j, tiles_y, TH, g.h, &yt, &yb);
             const idx_t b = (idx_t)yb * g.w + x, t = (idx_t)yt * g.w + x;
-            const site_t cb = in[b];
-            if (!cb) continue;
 #if !CONN8
             // Only a contact's first column unites: one that continues the contact at x - 1 in
             // the same tiles (both sites joined to their left neighbours, so of the same local
             // components) joins the pair joined there. The lattice alone decides it, so no
-            // other column loads a label.
-            const site_t ct = in[t];
-            if (!joined_values(cb, ct)) continue;
-            if ((x & (TW - 1u)) && joined_values(in[b - 1], cb) && joined_values(in[t - 1], ct))
-                continue;
-            seam_unite(L, g, ld_cg(L + b), ld_cg(L + t));
+            // other column loads a label. (x is even and tiles 1024 wide: x + 1 is in x's tiles.)
+            const bool two = cols > 1u && x + 1 < g.w;
+            const site_t cb = in[b], ct = in[t];
+            const site_t cb1 = two ? in[b + 1] : (site_t)0, ct1 = two ? in[t + 1] : (site_t)0;
+            const bool first =
+                joined_values(cb, ct) &&
+                !((x & (TW - 1u)) && joined_values(in[b - 1], cb) && joined_values(in[t - 1], ct));
+            const bool second =
+                joined_values(cb1, ct1) && !(joined_values(cb, cb1) && joined_values(ct, ct1));
+            if (first) seam_unite(L, g, ld_cg(L + b), ld_cg(L + t));
+            if (second) seam_unite(L, g, ld_cg(L + b + 1), ld_cg(L + t + 1));
 #else
+            const site_t cb = in[b];
+            if (!cb) continue;
             // 8-connectivity: the site across (t) and the two diagonal ones (ol, or_). A contact
             // is skipped where another column unites the same pair of local components: the
             // straight one at x when the diagonal site is joined to t in its tile, or the
@@ -1368,7 +1389,7 @@ br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tile
         const u32 y = blockIdx.x * blockDim.x + threadIdx.x;
         if (y >= g.h) return;
         const u32 seams = tiles_x - 1 + wrap_x;
-        for (u32 j = blockIdx.y; j < seams; j += gridDim.y) {
+        for (u32 j = sg.by; j < seams; j += sg.gy) {
             u32 xl, xr;
             seam_lines(j, tiles_x, TW, g.w, &xl, &xr);
             const idx_t s = (idx_t)y * g.w + xr, l = (idx_t)y * g.w + xl;

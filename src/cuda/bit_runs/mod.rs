@@ -15,7 +15,8 @@
 //! - `br_merge` unites the sites facing each other across tile seams and the periodic edges
 //!   (atomicMin linking, finds starting at local roots). A contact that repeats one another
 //!   thread unites is skipped from the lattice alone (sites joined within a tile are of one local
-//!   component), so only the contacts left load labels.
+//!   component), so only the contacts left load labels; a thread takes two columns of a large
+//!   4-connected lattice's row seams ([`merge_cols`]).
 //! - `br_flatten` points every edge component's local root straight at its global root
 //!   (canonical: and adds that root to the mask).
 //! - Canonical only: `br_count` and `canon_scan` count and scan the mask's roots per (row, tile
@@ -111,6 +112,7 @@ use super::engine::{Buffers, Job};
 use super::family::LabelWidth;
 use super::runtime::{kernel_args, Gpu, Module};
 use super::Numbering;
+use crate::lattice::Connectivity;
 use crate::Result;
 
 mod layout;
@@ -304,6 +306,60 @@ fn load_store_bits(job: &Job, input: u64, stores_at: u64) -> u32 {
         | (u32::from(stores_at % 16 == 0 && job.width % 4 == 0) << 1)
 }
 
+/// Columns a thread of `br_merge` takes along a row seam: two in 4-connected 32-bit labelings
+/// whose row seams hold at least [`MERGE_PAIRS_PER_THREAD`] sites a resident thread of the
+/// device's `sms` multiprocessors, one otherwise. A contact's first column is at most every
+/// other one on occupancy, so a thread of two columns unites at most once, and a warp waits for
+/// one union's chain of loads over half as many warps: on an H200, 16384² raw labels took 2.08–2.09
+/// ms against 2.13–2.15 and 8192² 0.580–0.581 against 0.587–0.591, but 4096² (a million seam
+/// sites) 0.178–0.182 against 0.176 and 2048² 0.073 against 0.067, where half the threads leave
+/// the device idle.
+fn merge_cols(job: &Job, row_seam_sites: u64, sms: u32) -> u32 {
+    let narrow4 = job.connectivity == Connectivity::Four && job.labels == LabelWidth::U32;
+    let busy = row_seam_sites >= MERGE_PAIRS_PER_THREAD * 2048 * u64::from(sms);
+    if narrow4 && busy {
+        2
+    } else {
+        1
+    }
+}
+
+/// Row-seam sites a resident thread (2048 a multiprocessor) from which `br_merge` takes two
+/// columns a thread ([`merge_cols`]): between 4096² (about 4) and 8192² (16) on 132
+/// multiprocessors.
+const MERGE_PAIRS_PER_THREAD: u64 = 8;
+
+/// `br_merge`'s mode, split, columns a row-seam thread and grid (CTAs of 256) for a lattice of
+/// `w` × `h` sites in `tx` × `ty` tiles on `sms` multiprocessors: row seams (mode 0,
+/// [`merge_cols`] columns a thread) and column seams (mode 1, a thread a row), or both in one
+/// launch (mode 2: the rows' seams in the first `split` y blocks, the columns' in the rest, so
+/// that no block is left without a seam).
+fn merge_grid(
+    job: &Job,
+    w: u32,
+    h: u32,
+    tx: u32,
+    ty: u32,
+    sms: u32,
+) -> (u32, u32, u32, (u32, u32, u32)) {
+    let wrap_x = u32::from(job.boundary.wraps_x());
+    let wrap_y = u32::from(job.boundary.wraps_y());
+    let (row_seams, col_seams) = (ty - 1 + wrap_y, tx - 1 + wrap_x);
+    let cols = merge_cols(job, u64::from(row_seams) * u64::from(w), sms);
+    let row_x = w.div_ceil(256 * cols);
+    let col_x = h.div_ceil(256);
+    let (mode, split, grid) = match (row_seams > 0, col_seams > 0) {
+        (true, true) => {
+            let (rows, cols) = (row_seams.min(32768), col_seams.min(32767));
+            (2, rows, (row_x.max(col_x), rows + cols, 1))
+        }
+        (true, false) => (0, 0, (row_x, row_seams.min(65535), 1)),
+        (false, true) => (1, 0, (col_x, col_seams.min(65535), 1)),
+        (false, false) => (0, 0, (0, 0, 0)),
+    };
+    (mode, split, cols, grid)
+}
+
 /// Threads per root-mask word of `br_flatten`, as a shift: enough for about 2^20 threads in all
 /// (a small lattice's few words hold many roots each), at most 8 a word.
 fn flatten_split(entries: u32) -> u32 {
@@ -408,35 +464,22 @@ fn queue(
                 )?
             }
         }
-        // Row seams (mode 0, a thread per column) and column seams (mode 1, a thread per row)
-        // in one launch where both exist: grid depth 2, blockIdx.z the mode.
-        let (row_seams, col_seams) = (ty - 1 + wrap_y, tx - 1 + wrap_x);
-        let (mode, grid) = match (row_seams > 0, col_seams > 0) {
-            (true, true) => (
-                0u32,
-                (
-                    geo.w.max(geo.h).div_ceil(256),
-                    row_seams.max(col_seams).min(65535),
-                    2,
-                ),
-            ),
-            (true, false) => (0, (geo.w.div_ceil(256), row_seams.min(65535), 1)),
-            (false, true) => (1, (geo.h.div_ceil(256), col_seams.min(65535), 1)),
-            (false, false) => (0, (0, 0, 0)),
-        };
+        let (mode, row_blocks, cols, grid) = merge_grid(job, geo.w, geo.h, tx, ty, gpu.sms);
         if grid.0 > 0 && wide {
             gpu.launch(
                 module.func("br_merge"),
                 grid,
                 (256, 1, 1),
-                &mut kernel_args![input, labels, ll, geo, tx, ty, wrap_x, wrap_y, mode],
+                &mut kernel_args![input, labels, ll, geo, tx, ty, wrap_x, wrap_y, mode, row_blocks],
             )?;
         } else if grid.0 > 0 {
             gpu.launch(
                 module.func("br_merge"),
                 grid,
                 (256, 1, 1),
-                &mut kernel_args![input, labels, geo, tx, ty, wrap_x, wrap_y, mode],
+                &mut kernel_args![
+                    input, labels, geo, tx, ty, wrap_x, wrap_y, mode, row_blocks, cols
+                ],
             )?;
         }
         let split = flatten_split(entries);
