@@ -250,51 +250,40 @@ fn merge_grid_has_no_idle_blocks() {
         short_tiles: true,
         ..job(16384, 16384)
     };
-    // 1024 tile rows of 16: 1023 row seams; 16 tile columns: 15 column seams.
-    assert_eq!(
-        merge_grid(&four, 16384, 16384, 16, 1024, sms),
-        (2, 1023, 2, (64, 1038, 1))
-    );
-    // 8192²: 511 seams of 8192 sites (16 a resident thread), two columns; 4096²: 255 of 4096
-    // (about 4), one.
-    assert_eq!(
-        merge_grid(&four, 8192, 8192, 8, 512, sms),
-        (2, 511, 2, (32, 518, 1))
-    );
-    assert_eq!(
-        merge_grid(&four, 4096, 4096, 4, 256, sms),
-        (2, 255, 1, (16, 258, 1))
-    );
-    let threshold = MERGE_PAIRS_PER_THREAD * 2048 * sms as u64;
-    assert_eq!(merge_cols(&four, threshold, sms), 2);
-    assert_eq!(merge_cols(&four, threshold - 1, sms), 1);
     let eight = Job {
         connectivity: Connectivity::Eight,
         ..job(16384, 16384)
     };
-    assert_eq!(merge_cols(&eight, u64::MAX, sms), 1);
-    assert_eq!(
-        merge_grid(&eight, 16384, 16384, 16, 512, sms),
-        (2, 511, 1, (64, 526, 1))
-    );
     let torus = Job {
         boundary: Boundary::Periodic,
         ..four
     };
-    assert_eq!(
-        merge_grid(&torus, 16384, 16384, 16, 1024, sms),
-        (2, 1024, 2, (64, 1040, 1))
-    );
-    // One tile column: rows only; one tile row: columns only; one tile: no launch.
-    assert_eq!(
-        merge_grid(&four, 1000, 1000, 1, 63, sms),
-        (0, 0, 1, (4, 62, 1))
-    );
-    assert_eq!(merge_grid(&four, 3000, 16, 3, 1, sms), (1, 0, 1, (1, 2, 1)));
-    assert_eq!(merge_grid(&four, 16, 1000, 1, 1, sms).3, (0, 0, 0));
+    // (job, w, h, tiles across, tiles down) → (mode, row blocks, columns a thread, grid).
+    let cases = [
+        // 1023 row seams (16-row tiles) and 15 column seams; the torus adds one of each.
+        ((four, 16384, 16384, 16, 1024), (2, 1023, 2, (64, 1038, 1))),
+        ((torus, 16384, 16384, 16, 1024), (2, 1024, 2, (64, 1040, 1))),
+        // 8192²: 511 seams of 8192 sites (16 a resident thread), two columns; 4096²: 255 of
+        // 4096 (about 4), one.
+        ((four, 8192, 8192, 8, 512), (2, 511, 2, (32, 518, 1))),
+        ((four, 4096, 4096, 4, 256), (2, 255, 1, (16, 258, 1))),
+        ((eight, 16384, 16384, 16, 512), (2, 511, 1, (64, 526, 1))),
+        // One tile column: rows only; one tile row: columns only; one tile: no launch.
+        ((four, 1000, 1000, 1, 63), (0, 0, 1, (4, 62, 1))),
+        ((four, 3000, 16, 3, 1), (1, 0, 1, (1, 2, 1))),
+        ((four, 16, 1000, 1, 1), (0, 0, 1, (0, 0, 0))),
+    ];
+    for ((job, w, h, tx, ty), want) in cases {
+        assert_eq!(merge_grid(&job, w, h, tx, ty, sms), want, "{w}×{h}");
+    }
+    let threshold = MERGE_PAIRS_PER_THREAD * 2048 * sms as u64;
+    assert_eq!(merge_cols(&four, threshold, sms), 2);
+    assert_eq!(merge_cols(&four, threshold - 1, sms), 1);
     let wide = Job {
         labels: LabelWidth::U64,
         ..four
     };
-    assert_eq!(merge_cols(&wide, u64::MAX, sms), 1);
+    for other in [eight, wide] {
+        assert_eq!(merge_cols(&other, u64::MAX, sms), 1);
+    }
 }
