@@ -350,8 +350,12 @@ fn merge_grid(
     let col_x = h.div_ceil(256);
     let (mode, split, grid) = match (row_seams > 0, col_seams > 0) {
         (true, true) => {
-            let (rows, cols) = (row_seams.min(32768), col_seams.min(32767));
-            (2, rows, (row_x.max(col_x), rows + cols, 1))
+            let (row_blocks, col_blocks) = (row_seams.min(32768), col_seams.min(32767));
+            (
+                2,
+                row_blocks,
+                (row_x.max(col_x), row_blocks + col_blocks, 1),
+            )
         }
         (true, false) => (0, 0, (row_x, row_seams.min(65535), 1)),
         (false, true) => (1, 0, (col_x, col_seams.min(65535), 1)),
