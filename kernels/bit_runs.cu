@@ -1309,6 +1309,37 @@ __device__ __forceinline__ void seam_lines(u32 j, u32 tiles, u32 span, u32 n, u3
     *before = j + 1 < tiles ? *after - 1 : n - 1;
 }
 
+// One site's 8-connected contacts across a seam, rows' or columns' alike: site s (value cs)
+// meets the site across, a (ca), and the two diagonal ones d0 and d1 (c0, c1: before and after
+// it along the seam); n0 and n1 are s's neighbours before and after it along the seam on its own
+// side, and in0 / in1 whether those (and d0 / d1 on the far side) lie in the same tiles (values
+// 0 where not). A contact is skipped where another site unites the same pair of local
+// components: the straight one when s's neighbour n0 is joined to s and d0 to a (the straight
+// contact at n0 unites them); a diagonal one when it is joined to a in its tile (the straight
+// contact unites it), or when s's neighbour on that side makes the straight contact with it.
+// Those tests read the lattice only; labels are loaded for the unions that remain.
+__device__ __forceinline__ void seam_contacts8(label_t* L, const Geo& g, idx_t s, site_t cs,
+                                               idx_t a, site_t ca, idx_t d0, site_t c0, idx_t d1,
+                                               site_t c1, site_t n0, site_t n1, bool in0,
+                                               bool in1) {
+    const bool straight = joined_values(cs, ca);
+    const bool n0_s = joined_values(n0, cs), n1_s = joined_values(n1, cs);
+    const bool d0_a = in0 && joined_values(c0, ca), d1_a = in1 && joined_values(c1, ca);
+    label_t ls = 0; // loaded at the first union
+    if (straight && !(n0_s && d0_a)) {
+        ls = ld_cg(L + s);
+        seam_unite(L, g, ls, ld_cg(L + a));
+    }
+    if (joined_values(cs, c0) && !(straight && d0_a) && !(n0_s && joined_values(n0, c0))) {
+        if (!ls) ls = ld_cg(L + s);
+        seam_unite(L, g, ls, ld_cg(L + d0));
+    }
+    if (joined_values(cs, c1) && !(straight && d1_a) && !(n1_s && joined_values(n1, c1))) {
+        if (!ls) ls = ld_cg(L + s);
+        seam_unite(L, g, ls, ld_cg(L + d1));
+    }
+}
+
 // The seams. mode 0: rows; seam j < tiles_y - 1 is between tile rows j and j + 1, seam
 // tiles_y - 1 the periodic y edge; grid (ceil(w / (256 cols)), min(seams, 65535)), CTA 256,
 // `cols` columns a thread (src/cuda/bit_runs/mod.rs: merge_cols; 1 or 2, and 1 with
@@ -1353,14 +1384,8 @@ br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tile
 #else
             const site_t cb = in[b];
             if (!cb) continue;
-            // 8-connectivity: the site across (t) and the two diagonal ones (ol, or_). A contact
-            // is skipped where another column unites the same pair of local components: the
-            // straight one at x when the diagonal site is joined to t in its tile, or the
-            // straight one at x - 1 (x + 1) when b's neighbour there is joined to b in its tile
-            // and to the diagonal site. Those tests read the lattice only; labels are loaded
-            // for the unions that remain.
-            const site_t ct = in[t];
-            const bool vert = joined_values(cb, ct);
+            // 8-connectivity: the site across (t), the two diagonal ones (ol, or_) and b's
+            // neighbours along the seam where they lie in its tile (seam_contacts8).
             const bool lin = (x & (TW - 1u)) != 0;                     // x - 1 in the tiles
             const bool rin = x + 1 < g.w && ((x + 1) & (TW - 1u)) != 0; // x + 1 in the tiles
             const idx_t ol = (idx_t)yt * g.w + (x > 0 ? x - 1 : g.w - 1);
@@ -1368,21 +1393,7 @@ br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tile
             const site_t tl = (x > 0 || wrap_x) ? in[ol] : (site_t)0;
             const site_t tr = (x + 1 < g.w || wrap_x) ? in[or_] : (site_t)0;
             const site_t bl = lin ? in[b - 1] : (site_t)0, bq = rin ? in[b + 1] : (site_t)0;
-            const bool bl_b = joined_values(bl, cb), bq_b = joined_values(bq, cb);
-            const bool tl_t = lin && joined_values(tl, ct), tr_t = rin && joined_values(tr, ct);
-            label_t lb = 0; // loaded at the first union
-            if (vert && !(bl_b && tl_t)) {
-                lb = ld_cg(L + b);
-                seam_unite(L, g, lb, ld_cg(L + t));
-            }
-            if (joined_values(cb, tl) && !(vert && tl_t) && !(bl_b && joined_values(bl, tl))) {
-                if (!lb) lb = ld_cg(L + b);
-                seam_unite(L, g, lb, ld_cg(L + ol));
-            }
-            if (joined_values(cb, tr) && !(vert && tr_t) && !(bq_b && joined_values(bq, tr))) {
-                if (!lb) lb = ld_cg(L + b);
-                seam_unite(L, g, lb, ld_cg(L + or_));
-            }
+            seam_contacts8(L, g, b, cb, t, in[t], ol, tl, or_, tr, bl, bq, lin, rin);
 #endif
         }
     } else {
@@ -1404,9 +1415,7 @@ br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tile
             seam_unite(L, g, ld_cg(L + s), ld_cg(L + l));
 #else
             // As the rows' seams, across a column seam: the site across (l), the diagonal ones
-            // above and below it (ou, od).
-            const site_t cl = in[l];
-            const bool horiz = joined_values(cs, cl);
+            // above and below it (ou, od) and s's neighbours above and below in its tile.
             const bool uin = (y & (TH - 1u)) != 0;                     // y - 1 in the tiles
             const bool din = y + 1 < g.h && ((y + 1) & (TH - 1u)) != 0; // y + 1 in the tiles
             const idx_t ou = (idx_t)(y > 0 ? y - 1 : g.h - 1) * g.w + xl;
@@ -1414,21 +1423,7 @@ br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tile
             const site_t lu = (y > 0 || wrap_y) ? in[ou] : (site_t)0;
             const site_t ld = (y + 1 < g.h || wrap_y) ? in[od] : (site_t)0;
             const site_t su = uin ? in[s - g.w] : (site_t)0, sd = din ? in[s + g.w] : (site_t)0;
-            const bool su_s = joined_values(su, cs), sd_s = joined_values(sd, cs);
-            const bool lu_l = uin && joined_values(lu, cl), ld_l = din && joined_values(ld, cl);
-            label_t ls = 0; // loaded at the first union
-            if (horiz && !(su_s && lu_l)) {
-                ls = ld_cg(L + s);
-                seam_unite(L, g, ls, ld_cg(L + l));
-            }
-            if (joined_values(cs, lu) && !(horiz && lu_l) && !(su_s && joined_values(su, lu))) {
-                if (!ls) ls = ld_cg(L + s);
-                seam_unite(L, g, ls, ld_cg(L + ou));
-            }
-            if (joined_values(cs, ld) && !(horiz && ld_l) && !(sd_s && joined_values(sd, ld))) {
-                if (!ls) ls = ld_cg(L + s);
-                seam_unite(L, g, ls, ld_cg(L + od));
-            }
+            seam_contacts8(L, g, s, cs, l, in[l], ou, lu, od, ld, su, sd, uin, din);
 #endif
         }
     }
