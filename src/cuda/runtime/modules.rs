@@ -5,7 +5,7 @@
 
 use super::disk_cache::{self, Source};
 use super::driver::{cuda_err, no_panic, Gpu};
-use super::nvrtc::{compile_cubin, nvrtc_version, target_arch};
+use super::nvrtc::{compile_cubin, extra_options, nvrtc_version, target_arch};
 use crate::{Error, Result};
 use cudarc::driver::{sys, CudaFunction, CudaModule};
 use cudarc::nvrtc::Ptx;
@@ -164,6 +164,9 @@ impl Gpu {
             arch.as_bytes(),
             src.as_bytes(),
         ];
+        for opt in extra_options() {
+            parts.push(opt.as_bytes());
+        }
         for (n, body) in &headers {
             parts.push(n.as_bytes());
             parts.push(body.as_bytes());

@@ -40,6 +40,21 @@ pub(crate) fn nvrtc_version() -> Result<String> {
     Ok(format!("{major}.{minor}"))
 }
 
+/// NVRTC options beyond the architecture: `--generate-line-info` when
+/// `CLUSTERLAB_NVRTC_LINEINFO=1`, so that a profiler (`ncu --import-source`) can place a kernel's
+/// time on its source lines. Off by default; it is part of the disk cache's key.
+pub(crate) fn extra_options() -> &'static [&'static str] {
+    static OPTS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
+    OPTS.get_or_init(|| {
+        let on = std::env::var("CLUSTERLAB_NVRTC_LINEINFO").is_ok_and(|v| v == "1");
+        if on {
+            vec!["--generate-line-info"]
+        } else {
+            Vec::new()
+        }
+    })
+}
+
 /// Compiles `src` for `arch` with NVRTC (a CUBIN, or PTX for a virtual architecture), with
 /// `headers` (`(name, contents)`) available to its `#include`s; a failed compile returns NVRTC's
 /// log.
@@ -85,7 +100,8 @@ pub(crate) fn compile_cubin(
         }
     }
     let guard = Guard(prog);
-    let opts = [arch, "--std=c++17"];
+    let mut opts = vec![arch, "--std=c++17"];
+    opts.extend_from_slice(extra_options());
     // SAFETY: `prog` is a live program.
     if let Err(e) = unsafe { nres::compile_program(guard.0, &opts) } {
         // SAFETY: as above.
