@@ -7,15 +7,16 @@
 // 32k..32k+31 of a row as one 32-bit mask, so run starts, contacts between rows and run ranks are
 // a few bit operations and popcounts per 32 sites. The union-find nodes
 // are the tile's horizontal runs (maximal sequences of horizontally joined sites), numbered in
-// raster order; a node's packed shared-memory entry holds its parent (bits 15..28, the smaller
+// raster order; a node's packed shared-memory entry holds its parent (bits 16..31, the smaller
 // node wins, so a local root is its component's first run), its own row (bits 10..14) and column
-// (bits 0..9), and EDGE (bit 31) once unions are over and the component touches the tile's edge.
+// (bits 0..9), and EDGE (bit 15) once unions are over and the component touches the tile's edge.
 // Rows meet only where a contact between two runs begins (a few per 32 sites): a run's first
 // contact becomes its initial parent, with no find or atomic, and the others are unions. Before
-// the unions, one pass row by row points every run at the root of its first-contact tree, so that
-// the unions' finds start one step from a root; after them, pointer jumping among those tree
-// roots, then one step for the rest, leaves every node at its local root (no node climbs a chain
-// alone).
+// the unions, one pass two rows a round points every run at the root of its first-contact tree,
+// so that the unions' finds start one step from a root; after them, pointer jumping among those
+// tree roots, then one step for the rest, leaves every node at its local root (no node climbs a
+// chain alone). Labels written once by br_write (no analysis) skip that step: their few readers
+// of a node's root take two loads instead.
 //
 // The label array L is also the global forest (common.cuh's convention: the slot of site k holds
 // k' + 1 with k' a smaller site of the same cluster, and k + 1 at a root). br_local writes every
@@ -215,9 +216,10 @@ __device__ __forceinline__ void warp_add(u64* target, u32 v) {
 #define ANA_MINB 2
 #endif
 #endif
-#define PAR_SHIFT 15
+// (The parent in the top bits: one shift reads it, which the tile pass does at every step.)
+#define PAR_SHIFT 16
 #define OWN_MASK 0x7fffu
-#define EDGE 0x80000000u
+#define EDGE 0x8000u
 #define FULL 0xffffffffu
 
 // Planes of per-row masks in shared memory: occupancy, joined to the left neighbour, and (for
@@ -323,7 +325,14 @@ __device__ __forceinline__ u32 first_in_runs(u32 m, u32 rs, u32 row, u32 lane) {
     return (wide_add(x, rs & x, lane) & ~x & m) | (rs & row);
 }
 
-__device__ __forceinline__ u32 e_par(u32 e) { return (e & ~EDGE) >> PAR_SHIFT; }
+__device__ __forceinline__ u32 e_par(u32 e) { return e >> PAR_SHIFT; }
+
+// Node n's local root once the tile's unions are over: its parent, or with `lazy` (the nodes
+// other than tree roots not pointed at their roots: br_label_tile) its parent's parent.
+__device__ __forceinline__ u32 root_of(const u32* ent, u32 n, bool lazy) {
+    const u32 p = e_par(ent[n]);
+    return lazy ? e_par(ent[p]) : p;
+}
 
 // The local root of node x, halving the path (plain stores of a valid ancestor that keep x's own
 // fields; only non-roots are stored to).
@@ -361,9 +370,11 @@ __device__ __forceinline__ void br_unite(u32* ent, u32 a, u32 b) {
 }
 
 // The site index of node n, from its own fields.
-__device__ __forceinline__ idx_t node_key(const u32* ent, const Geo& g, const BrTile& t, u32 n) {
-    const u32 e = ent[n];
+__device__ __forceinline__ idx_t entry_key(u32 e, const Geo& g, const BrTile& t) {
     return (idx_t)(t.y0 + ((e >> 10) & 31u)) * g.w + t.x0 + (e & 1023u);
+}
+__device__ __forceinline__ idx_t node_key(const u32* ent, const Geo& g, const BrTile& t, u32 n) {
+    return entry_key(ent[n], g, t);
 }
 
 // Occupancy of the 32 sites of row y from column x (bit i = column x + i), zero outside.
@@ -386,8 +397,8 @@ __device__ __forceinline__ u32 load_occ(const site_t* __restrict__ in, const Geo
 
 // Marks node n's component as touching the tile's edge, n pointing at its root. (Read first: a
 // large component's runs would all hit one word with atomics.)
-__device__ __forceinline__ void br_mark_edge(u32* ent, u32 n) {
-    const u32 r = e_par(ent[n]);
+__device__ __forceinline__ void br_mark_edge(u32* ent, u32 n, bool lazy) {
+    const u32 r = root_of(ent, n, lazy);
     if (!(((volatile u32*)ent)[r] & EDGE)) atomicOr(ent + r, EDGE);
 }
 
@@ -631,11 +642,17 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
     // by row, each run takes its parent's parent, which the row above already holds: then every
     // node points at the root of its first-contact tree (its "tree root"), which points at
     // itself.
-    for (u32 r = 1; r < node_rows; r++) {
-        for (u32 n = rowbase[r] + threadIdx.x; n < rowbase[r + 1]; n += BR_THREADS) {
+    // Two rows a round (half the barriers, and the threads share the two rows' nodes): the
+    // second row's parents are in the first, which moves in the same round, so its nodes take
+    // one more step (their parent's parent is in a row already done; a parent's entry read
+    // before or after its store leads to the same tree root).
+    for (u32 r = 1; r < node_rows; r += 2) {
+        const u32 mid = rowbase[r + 1], end = rowbase[min(r + 2u, node_rows)];
+        for (u32 n = rowbase[r] + threadIdx.x; n < end; n += BR_THREADS) {
             const u32 e = ent[n];
             const u32 p = e_par(e);
-            const u32 gp = e_par(ent[p]);
+            u32 gp = e_par(((volatile u32*)ent)[p]);
+            if (n >= mid) gp = e_par(((volatile u32*)ent)[gp]);
             if (gp != p) ent[n] = (e & (OWN_MASK | EDGE)) | (gp << PAR_SHIFT);
         }
         __syncthreads();
@@ -727,6 +744,11 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
     }
     // With `multi` (the analysis), every root of another node gets its bit there: the roots of
     // more than one run. (Read first: a large component's runs would all hit one word.)
+    // Labels written once with no analysis (`lazy`): the other nodes are left pointing at their
+    // tree roots, and the few readers of a node's root after this take two loads (root_of); a
+    // pass over every node saved.
+    const bool lazy = !LABEL64 && multi == nullptr && (vec & 8u);
+    if (!lazy) {
     for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
         u32 r;
         if ((tree_roots >> k) & 1u) {
@@ -743,6 +765,7 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
         if (!((multi[r >> 5] >> (r & 31)) & 1u)) atomicOr(multi + (r >> 5), 1u << (r & 31));
     }
     __syncthreads();
+    }
     if (BAND) {
         // A local root is its component's first run in its first band, but the component's
         // first site may be another run's there (one in the band's first row where the root's
@@ -751,7 +774,7 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
         // order as their sites.)
         for (u32 n = threadIdx.x; n < nodes; n += BR_THREADS) {
             const u32 e = ent[n];
-            const u32 r = e_par(e);
+            const u32 r = lazy ? e_par(ent[e_par(e)]) : e_par(e);
             const u32 own = e & OWN_MASK, rown = ((volatile u32*)ent)[r] & OWN_MASK;
             if (r != n && own < rown && (own >> 11) == (rown >> 11))
                 atomicMin(ent + r, (r << PAR_SHIFT) | own);
@@ -779,16 +802,16 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
                                            : (r == 0 ? band_first(sm, r)[lane]
                                                      : rs); // one-row last band: all its runs
             for (u32 m = firsts; m; m &= m - 1)
-                br_mark_edge(ent, nb + __popc(rs & le_mask(__ffs(m) - 1)) - 1);
-            if (lane == 0 && (occ & 1u)) br_mark_edge(ent, nb);
+                br_mark_edge(ent, nb + __popc(rs & le_mask(__ffs(m) - 1)) - 1, lazy);
+            if (lane == 0 && (occ & 1u)) br_mark_edge(ent, nb, lazy);
             if (lane == (last_col >> 5) && ((occ >> (last_col & 31)) & 1u))
-                br_mark_edge(ent, nb + __popc(rs & le_mask(last_col & 31)) - 1);
+                br_mark_edge(ent, nb + __popc(rs & le_mask(last_col & 31)) - 1, lazy);
         } else if (r == 0 || r == node_rows - 1) {
-            for (u32 k = 0, m = rs; m; m &= m - 1, k++) br_mark_edge(ent, nb + k);
+            for (u32 k = 0, m = rs; m; m &= m - 1, k++) br_mark_edge(ent, nb + k, lazy);
         } else {
-            if (lane == 0 && (occ & 1u)) br_mark_edge(ent, nb);
+            if (lane == 0 && (occ & 1u)) br_mark_edge(ent, nb, lazy);
             if (lane == (last_col >> 5) && ((occ >> (last_col & 31)) & 1u))
-                br_mark_edge(ent, nb + __popc(rs & le_mask(last_col & 31)) - 1);
+                br_mark_edge(ent, nb + __popc(rs & le_mask(last_col & 31)) - 1, lazy);
         }
     }
     __syncthreads();
@@ -861,7 +884,7 @@ __device__ __forceinline__ void store_chunk(u32* out, u32 c0, u32 lane, u32 cols
 // the chunk's four) comes from its lane by shuffle. BAND: a row's runs are its band's.
 template <bool BAND>
 __device__ __forceinline__ void br_store_labels(u32* L, const Geo& g, const BrTile& t, u32 vec,
-                                                const u32* sm, bool forest_only) {
+                                                const u32* sm, bool forest_only, bool lazy) {
     const u32* ent = sm;
     const u32* excl_pl = sm + OFF_EXCL;
     const u32* rowbase = sm + OFF_ROWBASE;
@@ -882,10 +905,10 @@ __device__ __forceinline__ void br_store_labels(u32* L, const Geo& g, const BrTi
             // lattice's edges) and local roots' slots alone, so an inner row writes its first
             // and last columns only.
             const u32 lc = t.cols - 1;
-            if (lane == 0 && (occ_l & 1u)) out[0] = node_key(ent, g, t, e_par(ent[nb_l])) + 1;
+            if (lane == 0 && (occ_l & 1u)) out[0] = node_key(ent, g, t, root_of(ent, nb_l, lazy)) + 1;
             if (lane == (lc >> 5) && ((occ_l >> (lc & 31)) & 1u)) {
                 const u32 m = nb_l + __popc(rs_l & le_mask(lc & 31)) - 1;
-                out[lc] = node_key(ent, g, t, e_par(ent[m])) + 1;
+                out[lc] = node_key(ent, g, t, root_of(ent, m, lazy)) + 1;
             }
             continue;
         }
@@ -893,11 +916,28 @@ __device__ __forceinline__ void br_store_labels(u32* L, const Geo& g, const BrTi
             u32 v[4];
             chunk_sites(occ_l, rs_l, nb_l, c0, lane,
                         [&](u32 n) {
-                            return forest_only ? node_key(ent, g, t, e_par(ent[n])) + 1 : ent[n];
+                            return forest_only ? node_key(ent, g, t, root_of(ent, n, lazy)) + 1
+                                               : ent[n];
                         },
                         v);
             store_chunk(out, c0, lane, t.cols, vec, v);
         }
+    }
+}
+#endif
+
+#if !LABEL64
+// A local root's marks, from its entry e: its bit in its row's mask (edge components' always,
+// interior ones' when numbering canonically: RB) and, for an edge component, its own slot in L.
+__device__ __forceinline__ void br_root_marks(u32* sm, u32* L, const Geo& g, const BrTile& t,
+                                              const u32* RB, u32 e) {
+    const u32 row = (e >> 10) & 31u, col = e & 1023u;
+    if ((e & EDGE) || RB != nullptr)
+        atomicOr(sm + ((e & EDGE) ? OFF_EMASK : OFF_RMASK) + row * TWW + (col >> 5),
+                 1u << (col & 31));
+    if (e & EDGE) {
+        const u32 key = entry_key(e, g, t);
+        L[key] = key + 1;
     }
 }
 #endif
@@ -931,17 +971,22 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     // Forest only: the entries stay nodes, and the few edge sites written below take their
     // labels from their nodes' roots.
     const bool forest_only = !LABEL64 && (vec & 12u);
+    // (br_label_tile left the nodes other than tree roots unflattened: root_of.)
+    const bool lazy = !LABEL64 && !ANA && (vec & 8u);
 #if !LABEL64
     if (vec & 8u) {
         // Write-once labeling: the rows' first nodes and every node's local root, for
-        // br_write. (The roots' own fields and EDGE stay as they are below.)
+        // br_write. (The roots' own fields and EDGE stay as they are below.) With no analysis,
+        // the roots' masks and edge slots (the loop after this one) in the same loop.
         u16* rt = RT + (u64)blockIdx.x * RT_TILE;
         if (threadIdx.x < TH) rt[threadIdx.x] = (u16)sm[OFF_ROWBASE + threadIdx.x];
         u32 interior = 0;
         for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
-            const u32 e = ent[e_par(ent[n])];
+            const u32 e = ent[root_of(ent, n, lazy)];
             rt[TH + n] = (u16)((e & OWN_MASK) | ((e & EDGE) ? RT_EDGE : 0u));
-            interior += ((mine >> k) & 1u) && !(e & EDGE);
+            if (!((mine >> k) & 1u)) continue;
+            interior += !(e & EDGE);
+            if (!ANA) br_root_marks(sm, L, g, t, RB, e);
         }
         if (count != nullptr) { // uniform
             // (A spare word after the row bases, whose last reader is behind this barrier.)
@@ -966,7 +1011,7 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
         __syncthreads();
     }
     for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
-        if (!((mine >> k) & 1u)) continue;
+        if (lazy || !((mine >> k) & 1u)) continue; // (lazy: done above)
         const u32 e = ent[n];
         const u32 row = (e >> 10) & 31u, col = e & 1023u;
         // The root's bit in its row mask: edge components' (ER) always, interior (RB) when
@@ -1034,7 +1079,7 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
         }
     }
 #else
-    br_store_labels<BAND>(L, g, t, vec, sm, forest_only);
+    br_store_labels<BAND>(L, g, t, vec, sm, forest_only, lazy);
 #endif
 }
 
