@@ -13,7 +13,7 @@
 // Rows meet only where a contact between two runs begins (a few per 32 sites): a run's first
 // contact becomes its initial parent, with no find or atomic, and the others are unions. Before
 // the unions, one pass two rows a round points every run at the root of its first-contact tree,
-// so that the unions' finds start one step from a root; after them, pointer jumping among those
+// so that the unions' finds start one step from a root; after them, a walk from each of those
 // tree roots, then one step for the rest, leaves every node at its local root (no node climbs a
 // chain alone). Labels written once by br_write (no analysis) skip that step: their few readers
 // of a node's root take two loads instead.
@@ -718,30 +718,30 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
 
     // Every node straight at its local root. The unions linked tree roots only, and their finds'
     // halving stores give a node another tree root, so every other node still points at a tree
-    // root. The tree roots first: pointer jumping among them until a round moves nothing (about
-    // three rounds: they end at most four or five steps from their roots), each thread walking
-    // the set bits of its own tree roots, a quarter of its nodes; then the others take their tree
-    // root's root in two loads. (Finds from every node instead took a third of the pass;
-    // read-only finds from the tree roots, as much.) The roots (bit k as above) go to `mine`.
-    while (true) {
-        u32 moved = 0;
-        mine = 0;
-        for (u32 m = tree_roots; m; m &= m - 1) {
-            const u32 k = __ffs(m) - 1, n = threadIdx.x + k * BR_THREADS;
-            const u32 e = ent[n];
-            const u32 p = e_par(e);
-            if (p == n) {
-                mine |= 1u << k;
-                continue;
-            }
-            const u32 gp = e_par(ent[p]);
-            if (gp != p) {
-                ent[n] = (e & (OWN_MASK | EDGE)) | (gp << PAR_SHIFT);
-                moved = 1;
-            }
+    // root. The tree roots first: each thread walks from each of its own tree roots (the set
+    // bits, a quarter of its nodes) to the root, at most four or five steps, and points it there
+    // (a concurrent store only shortens another walk's path: one pass and one barrier, where
+    // rounds of pointer jumping until none moved took three or four); then the others take their
+    // tree root's root in two loads. (Finds from every node instead took a third of the pass.)
+    // The roots (bit k as above) go to `mine`.
+    mine = 0;
+    for (u32 m = tree_roots; m; m &= m - 1) {
+        const u32 k = __ffs(m) - 1, n = threadIdx.x + k * BR_THREADS;
+        const u32 e = ent[n];
+        u32 p = e_par(e);
+        if (p == n) {
+            mine |= 1u << k;
+            continue;
         }
-        if (!__syncthreads_or(moved)) break;
+        u32 q = e_par(((volatile u32*)ent)[p]);
+        if (q == p) continue;
+        do {
+            p = q;
+            q = e_par(((volatile u32*)ent)[p]);
+        } while (q != p);
+        ent[n] = (e & (OWN_MASK | EDGE)) | (p << PAR_SHIFT);
     }
+    __syncthreads();
     // With `multi` (the analysis), every root of another node gets its bit there: the roots of
     // more than one run. (Read first: a large component's runs would all hit one word.)
     // Labels written once with no analysis (`lazy`): the other nodes are left pointing at their
