@@ -327,11 +327,15 @@ __device__ __forceinline__ u32 first_in_runs(u32 m, u32 rs, u32 row, u32 lane) {
 
 __device__ __forceinline__ u32 e_par(u32 e) { return e >> PAR_SHIFT; }
 
-// Node n's local root once the tile's unions are over: its parent, or with `lazy` (the nodes
-// other than tree roots not pointed at their roots: br_label_tile) its parent's parent.
-__device__ __forceinline__ u32 root_of(const u32* ent, u32 n, bool lazy) {
-    const u32 p = e_par(ent[n]);
+// The local root of the node with entry e once the tile's unions are over: its parent, or with
+// `lazy` (the nodes other than tree roots not pointed at their roots: br_label_tile) its
+// parent's parent.
+__device__ __forceinline__ u32 root_from(const u32* ent, u32 e, bool lazy) {
+    const u32 p = e_par(e);
     return lazy ? e_par(ent[p]) : p;
+}
+__device__ __forceinline__ u32 root_of(const u32* ent, u32 n, bool lazy) {
+    return root_from(ent, ent[n], lazy);
 }
 
 // The local root of node x, halving the path (plain stores of a valid ancestor that keep x's own
@@ -511,13 +515,14 @@ __device__ __forceinline__ u32 br_run_bases(u32* sm) {
 }
 
 // Loads the tile's rows as masks, numbers the runs, unites them in shared memory, points every
-// node at its root and marks the components that touch the tile's edge. Returns the node count;
-// `mine` gets this thread's roots (bit k: node threadIdx.x + BR_THREADS k). BAND: the nodes are
-// the bands' runs, and the rows of nodes (r below) are bands.
+// node at its root (with `lazy`, only the tree roots: root_of) and marks the components that
+// touch the tile's edge. Returns the node count; `mine` gets this thread's roots (bit k: node
+// threadIdx.x + BR_THREADS k). BAND: the nodes are the bands' runs, and the rows of nodes (r
+// below) are bands.
 template <bool BAND>
 __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, const Geo& g,
                                              const BrTile& t, u32 vec, u32* sm, u32& mine,
-                                             u32* multi) {
+                                             u32* multi, bool lazy) {
     u32* ent = sm;
     u32* excl_pl = sm + OFF_EXCL;
     u32* rowbase = sm + OFF_ROWBASE;
@@ -747,7 +752,6 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
     // Labels written once with no analysis (`lazy`): the other nodes are left pointing at their
     // tree roots, and the few readers of a node's root after this take two loads (root_of); a
     // pass over every node saved.
-    const bool lazy = !LABEL64 && multi == nullptr && (vec & 8u);
     if (!lazy) {
     for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
         u32 r;
@@ -774,7 +778,7 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
         // order as their sites.)
         for (u32 n = threadIdx.x; n < nodes; n += BR_THREADS) {
             const u32 e = ent[n];
-            const u32 r = lazy ? e_par(ent[e_par(e)]) : e_par(e);
+            const u32 r = root_from(ent, e, lazy);
             const u32 own = e & OWN_MASK, rown = ((volatile u32*)ent)[r] & OWN_MASK;
             if (r != n && own < rown && (own >> 11) == (rown >> 11))
                 atomicMin(ent + r, (r << PAR_SHIFT) | own);
@@ -926,21 +930,14 @@ __device__ __forceinline__ void br_store_labels(u32* L, const Geo& g, const BrTi
 }
 #endif
 
-#if !LABEL64
-// A local root's marks, from its entry e: its bit in its row's mask (edge components' always,
-// interior ones' when numbering canonically: RB) and, for an edge component, its own slot in L.
-__device__ __forceinline__ void br_root_marks(u32* sm, u32* L, const Geo& g, const BrTile& t,
-                                              const u32* RB, u32 e) {
+// A local root's bit in its row's mask, from its entry e: edge components' (ER) always,
+// interior ones' (RB) when numbering canonically.
+__device__ __forceinline__ void br_root_bit(u32* sm, const u32* RB, u32 e) {
     const u32 row = (e >> 10) & 31u, col = e & 1023u;
     if ((e & EDGE) || RB != nullptr)
         atomicOr(sm + ((e & EDGE) ? OFF_EMASK : OFF_RMASK) + row * TWW + (col >> 5),
                  1u << (col & 31));
-    if (e & EDGE) {
-        const u32 key = entry_key(e, g, t);
-        L[key] = key + 1;
-    }
 }
-#endif
 
 template <bool ANA>
 __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, label_t* L LL_PARAM,
@@ -955,8 +952,11 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
         for (u32 i = threadIdx.x; i < MAXN / 32u; i += BR_THREADS) sm[OFF_MULTI + i] = 0;
     u32 mine;
     constexpr bool BAND = BANDS;
+    // Labels written once with no analysis leave the nodes other than tree roots unflattened
+    // (br_label_tile; root_of).
+    const bool lazy = !LABEL64 && !ANA && (vec & 8u);
     const u32 nodes =
-        br_label_tile<BAND>(in, g, t, vec, sm, mine, ANA ? sm + OFF_MULTI : nullptr);
+        br_label_tile<BAND>(in, g, t, vec, sm, mine, ANA ? sm + OFF_MULTI : nullptr, lazy);
     u32* ent = sm;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
 
@@ -971,8 +971,6 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     // Forest only: the entries stay nodes, and the few edge sites written below take their
     // labels from their nodes' roots.
     const bool forest_only = !LABEL64 && (vec & 12u);
-    // (br_label_tile left the nodes other than tree roots unflattened: root_of.)
-    const bool lazy = !LABEL64 && !ANA && (vec & 8u);
 #if !LABEL64
     if (vec & 8u) {
         // Write-once labeling: the rows' first nodes and every node's local root, for
@@ -986,7 +984,14 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
             rt[TH + n] = (u16)((e & OWN_MASK) | ((e & EDGE) ? RT_EDGE : 0u));
             if (!((mine >> k) & 1u)) continue;
             interior += !(e & EDGE);
-            if (!ANA) br_root_marks(sm, L, g, t, RB, e);
+            if (lazy) {
+                // The root loop below, for this root.
+                br_root_bit(sm, RB, e);
+                if (e & EDGE) {
+                    const u32 key = entry_key(e, g, t);
+                    L[key] = key + 1;
+                }
+            }
         }
         if (count != nullptr) { // uniform
             // (A spare word after the row bases, whose last reader is behind this barrier.)
@@ -1013,12 +1018,7 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
         if (lazy || !((mine >> k) & 1u)) continue; // (lazy: done above)
         const u32 e = ent[n];
-        const u32 row = (e >> 10) & 31u, col = e & 1023u;
-        // The root's bit in its row mask: edge components' (ER) always, interior (RB) when
-        // numbering canonically.
-        if ((e & EDGE) || RB != nullptr)
-            atomicOr(sm + ((e & EDGE) ? OFF_EMASK : OFF_RMASK) + row * TWW + (col >> 5),
-                     1u << (col & 31));
+        br_root_bit(sm, RB, e);
 #if LABEL64
         {
             // The local root's slot, the only one of its component the passes before br_final
