@@ -1,14 +1,17 @@
 //! Times the CUDA labelers device-resident on site percolation at p_c.
 //!
 //! ```text
-//! cargo bench --bench gpu_timing -- [--size N] [--reps R] [--check] [--once] [--only ALG]
+//! cargo bench --bench gpu_timing -- [--size N] [--density P] [--reps R] [--check] [--once]
+//!     [--only ALG]
 //! ```
 //!
 //! For each algorithm, connectivity and numbering: the lattice and the label array stay on the
 //! GPU; each labeling is timed with CUDA events around `label_device` after three warm-up runs,
 //! and the median of `R` (default 20) is printed with the fraction of the memory floor it
 //! reaches (reading the `u8` lattice once and writing the `u32` labels once at the card's copy
-//! bandwidth, `common::bandwidth`: 0.32 ms at 16384² on an H200). `--check` compares the GPU's canonical labels with the CPU's; `--once` runs each
+//! bandwidth, `common::bandwidth`: 0.32 ms at 16384² on an H200). `--density` labels site
+//! percolation at another occupation probability (the peers table's densities 0.3 and 0.8).
+//! `--check` compares the GPU's canonical labels with the CPU's; `--once` runs each
 //! configuration once (for profilers); `--only Ha4,BlockUnionFind` times those algorithms only.
 
 mod common;
@@ -21,9 +24,10 @@ use common::{bandwidth, floor_ms, tb_per_s, Args, BenchResult, Samples};
 use std::process::ExitCode;
 use std::time::Instant;
 
-const USAGE: &str = "usage: cargo bench --bench gpu_timing -- [--size N] [--reps R] [--check] \
-[--once] [--only ALG[,ALG...]]
+const USAGE: &str = "usage: cargo bench --bench gpu_timing -- [--size N] [--density P] [--reps R] \
+[--check] [--once] [--only ALG[,ALG...]]
   --size N   lattice side (default 16384)
+  --density P  occupation probability (default p_c = 0.592746)
   --reps R   timed runs per configuration (default 20)
   --check    compare the GPU's counts and canonical labels with the CPU's
   --once     one run per configuration (for profilers)
@@ -39,10 +43,12 @@ fn run() -> BenchResult<()> {
     let mut check = false;
     let mut once = false;
     let mut only: Option<String> = None;
+    let mut p = 0.592746;
     let mut args = Args::from_env(USAGE);
     while let Some(a) = args.next_flag() {
         match a.as_str() {
             "--size" => size = args.value("--size"),
+            "--density" => p = args.value("--density"),
             "--reps" => reps = args.value("--reps"),
             "--check" => check = true,
             "--once" => once = true,
@@ -59,7 +65,9 @@ fn run() -> BenchResult<()> {
         info.multiprocessors,
         info.total_memory as f64 / (1u64 << 30) as f64
     );
-    let p = 0.592746;
+    if !(0.0..=1.0).contains(&p) {
+        return Err(format!("--density {p}: not a probability").into());
+    }
     let t = Instant::now();
     let lattice = percolation(size, size, p, 1, 2024);
     let n = size * size;
