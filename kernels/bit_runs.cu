@@ -52,8 +52,11 @@
 // write_once). br_local writes only the forest, as the analysis without labels does, and RT: per
 // tile its rows' first nodes and each node's local root as a tile position (a u16 a run, about
 // half a byte a site at p_c), and counts its interior components (raw). The seams, the
-// flatten and the ranking run as above (raw: br_flatten leaves in ER only the global roots, which
-// br_count_roots counts). br_write then writes every label once, a warp a tile row: its runs from
+// flatten and the counts run as above (raw: br_flatten leaves in ER only the global roots, which
+// br_count_roots counts). Canonical: br_rank_edges, in place of br_publish and br_spread, gives
+// every edge component's local root (ER) FLAG | its global root's rank, from the masks (RB and
+// br_count's counts rank any root); interior roots are ranked from the masks where br_write
+// needs them. br_write then writes every label once, a warp a tile row: its runs from
 // the lattice, their local roots from RT, their labels from the roots' slots, every site from
 // its run's. Per site (u8 lattice, ≈ 0.24 runs a site at p_c) the two passes move about
 // 1 + 0.5 + 1 + 0.5 + 4 bytes, against 1 + 4 + 4 + 4f (raw; f ≈ 0.46) or + 4 (canonical) for
@@ -1146,9 +1149,9 @@ struct BrRanks {
 // The label of a site whose local root has RT entry e, in the tile whose first site is
 // (y0, x0): raw, the root's site + 1 for an interior component, its slot (its global root + 1,
 // after br_flatten) for an edge one; canonical, rank + 1, from the masks for an interior
-// component (br_publish wrote only edge components' roots) and from the FLAG | rank in its slot
-// for an edge one. A slot that this pass has already overwritten holds that same label (the
-// root's own), so the order of the tiles' rows does not matter.
+// component and from the FLAG | rank in its slot (br_rank_edges) for an edge one. A slot that
+// this pass has already overwritten holds that same label (the root's own), so the order of the
+// tiles' rows does not matter.
 __device__ __forceinline__ u32 br_run_label(const u32* L, const Geo& g, u32 y0, u32 x0, u32 e,
                                             u32 canonical, const BrRanks& rk, u32 tiles_x) {
     const u32 y = y0 + ((e >> 10) & 31u), x = x0 + (e & 1023u);
@@ -1526,10 +1529,8 @@ br_flatten(label_t* L, Geo g, u32* ER, u32* RB, u32 tiles_x, u32 entries, u32 sp
         const idx_t R = br_root(L, v - 1);
         if (v != R + 1) L[r] = R + 1;
     }
-    if (RB != nullptr && global) {
-        if (split) atomicOr(RB + i, global);
-        else RB[i] |= global;
-    }
+    // A reduction: no thread waits for the word (a load and a store took a fifth of the pass).
+    if (RB != nullptr && global) atomicOr(RB + i, global);
     if (globals) {
         // ER keeps the global roots only (br_count_roots counts them; a count here, with an
         // atomic a warp or a barrier, took a third to two thirds more time).
@@ -1628,6 +1629,30 @@ br_spread(label_t* L, Geo g, const u32* __restrict__ ER, u32 tiles_x, u32 entrie
         if (!(f & LFLAG)) L[base + b] = ld_cg(L + (f - 1));
     }
 }
+
+#if !LABEL64
+// A canonical write-once labeling's ranks of edge components (after br_count and canon_scan, in
+// place of br_publish and br_spread): each edge component's local root (ER, a thread a word)
+// takes FLAG | the rank of its global root, which its slot points at (br_flatten; its own site
+// at a global root) and the masks rank as br_write ranks interior roots. A thread reads and
+// writes only its own word's slots, so the scattered store of every global root's rank and the
+// pass copying it into the other local roots are both gone.
+// Grid: ceil(32 * entries / 256) CTAs of 256.
+extern "C" __global__ void __launch_bounds__(256)
+br_rank_edges(u32* L, Geo g, const u32* __restrict__ ER, u32 tiles_x, u32 entries, BrRanks rk) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 32u * entries) return;
+    u32 word = ER[i];
+    const idx_t base = mask_site(g, tiles_x, i);
+    while (word) {
+        const u32 b = __ffs(word) - 1;
+        word &= word - 1;
+        const u32 r = L[base + b] - 1u, ry = r / g.w;
+        L[base + b] =
+            LFLAG | br_mask_rank(rk.rb, rk.cnt, rk.chunk, rk.pre, tiles_x, ry, r - ry * g.w);
+    }
+}
+#endif
 
 #if LABEL64
 // The last pass, 64-bit: every site's label from its local root's slot (LL gives the root), written
