@@ -1612,22 +1612,32 @@ br_publish(label_t* L, Geo g, const u32* __restrict__ RB, const u32* __restrict_
     }
 }
 
+// The sites of the bits of the calling thread's word of a mask laid out as RB (ER, RB: a thread
+// a word of 32 * entries, CTAs of 256), passed to f in turn.
+template <class F>
+__device__ __forceinline__ void mask_word_sites(const u32* __restrict__ M, const Geo& g,
+                                                u32 tiles_x, u32 entries, F f) {
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 32u * entries) return;
+    u32 word = M[i];
+    const idx_t base = mask_site(g, tiles_x, i);
+    while (word) {
+        const u32 b = __ffs(word) - 1;
+        word &= word - 1;
+        f(base + b);
+    }
+}
+
 // Canonical numbering, after br_publish: each edge component's local root (ER, laid out as RB)
 // that is not its global root takes the root's FLAG | rank, so that every occupied site finds a
 // flagged slot in its own or its local root's slot. These are few: a thread per word.
 // Grid: ceil(32 * entries / 256) CTAs of 256.
 extern "C" __global__ void __launch_bounds__(256)
 br_spread(label_t* L, Geo g, const u32* __restrict__ ER, u32 tiles_x, u32 entries) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 32u * entries) return;
-    u32 word = ER[i];
-    const idx_t base = mask_site(g, tiles_x, i);
-    while (word) {
-        const u32 b = __ffs(word) - 1;
-        word &= word - 1;
-        const label_t f = ld_cg(L + base + b);
-        if (!(f & LFLAG)) L[base + b] = ld_cg(L + (f - 1));
-    }
+    mask_word_sites(ER, g, tiles_x, entries, [&](idx_t s) {
+        const label_t f = ld_cg(L + s);
+        if (!(f & LFLAG)) L[s] = ld_cg(L + (f - 1));
+    });
 }
 
 #if !LABEL64
@@ -1640,17 +1650,10 @@ br_spread(label_t* L, Geo g, const u32* __restrict__ ER, u32 tiles_x, u32 entrie
 // Grid: ceil(32 * entries / 256) CTAs of 256.
 extern "C" __global__ void __launch_bounds__(256)
 br_rank_edges(u32* L, Geo g, const u32* __restrict__ ER, u32 tiles_x, u32 entries, BrRanks rk) {
-    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
-    if (i >= 32u * entries) return;
-    u32 word = ER[i];
-    const idx_t base = mask_site(g, tiles_x, i);
-    while (word) {
-        const u32 b = __ffs(word) - 1;
-        word &= word - 1;
-        const u32 r = L[base + b] - 1u, ry = r / g.w;
-        L[base + b] =
-            LFLAG | br_mask_rank(rk.rb, rk.cnt, rk.chunk, rk.pre, tiles_x, ry, r - ry * g.w);
-    }
+    mask_word_sites(ER, g, tiles_x, entries, [&](u32 s) {
+        const u32 r = L[s] - 1u, ry = r / g.w;
+        L[s] = LFLAG | br_mask_rank(rk.rb, rk.cnt, rk.chunk, rk.pre, tiles_x, ry, r - ry * g.w);
+    });
 }
 #endif
 
