@@ -529,8 +529,9 @@ fn queue(
             )?;
             if write_once {
                 // Every edge component's local root takes its global root's rank from the
-                // masks; br_write ranks the interior roots the same way.
-                let ranks = rank_masks(job, bufs);
+                // masks (those above: write once ranks by the masks, so `pre` is kept);
+                // br_write ranks the interior roots the same way.
+                let ranks = [mask, counts, chunk_counts, pre];
                 gpu.launch(
                     module.func("br_rank_edges"),
                     ((32 * entries).div_ceil(256), 1, 1),
