@@ -232,6 +232,7 @@ extern "C" __global__ void __launch_bounds__(256)
 ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments, u32 edges_only,
             const u32* __restrict__ RB, const u32* __restrict__ CNT,
             const u32* __restrict__ CHUNK, const u16* __restrict__ PRE, u32 tiles_x) {
+    pdl_wait(); // (Gpu::launch_after)
     // Interior rows staged per warp (64 bytes a record), then stored four lanes a row.
     __shared__ uint4 stage[8][32][4];
     // The block's hot piece (below) and its sums.
@@ -400,6 +401,7 @@ ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments, u32 edges_only,
 // x_min, x_max, y_min, y_max (so that a table's join downloads the labels alone).
 extern "C" __global__ void __launch_bounds__(256)
 ana_border(const site_t* __restrict__ in, const u32* P, Geo g, const Row* a, u32* out, u32 info) {
+    pdl_wait(); // (Gpu::launch_after)
     const u32 e = 2 * (g.w + g.h);
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= e) return;
@@ -485,6 +487,7 @@ ana_hist(const u32* __restrict__ count, const Row* a, Geo g, u32 wrap_x, u32 wra
 extern "C" __global__ void __launch_bounds__(256)
 ana_hist_records(const u32* L, const Row* a, BrRec rec, Geo g, u32 wrap_x, u32 wrap_y, u32* hist,
                  u32* tail, u32 tail_cap, u32* tail_n) {
+    pdl_wait(); // (Gpu::launch_after)
     __shared__ u32 sh[HIST_CAP + 1];
     hist_clear(sh);
     const u32 ni = rec.count[0], total = ni + rec.count[1];

@@ -1170,6 +1170,7 @@ __device__ __forceinline__ u32 br_run_label(const u32* L, const Geo& g, u32 y0, 
 // components). Counting them in br_write cost it a seventh of its time. Grid-stride, CTAs of 256.
 extern "C" __global__ void __launch_bounds__(256)
 br_count_roots(const u32* __restrict__ ER, u32 words, u32* count) {
+    pdl_wait();
     u32 roots = 0;
     for (u32 i = blockIdx.x * 256u + threadIdx.x; i < words; i += gridDim.x * 256u)
         roots += __popc(ER[i]);
@@ -1186,6 +1187,9 @@ br_count_roots(const u32* __restrict__ ER, u32 words, u32* count) {
 extern "C" __global__ void __launch_bounds__(256)
 br_write(const site_t* __restrict__ in, u32* L, const u16* __restrict__ RT, Geo g, u32 tiles_x,
          u32 vec, u32 canonical, BrRanks rk) {
+    // A row's sites are read and its runs found while the passes before may still be ending
+    // (PDL: the lattice was there before they began); RT and L only after pdl_wait.
+    pdl_anchor();
     __shared__ u32 labels[8][RUNS_PER_ROW];
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 tx = blockIdx.x, x0 = tx * TW;
@@ -1205,6 +1209,7 @@ br_write(const site_t* __restrict__ in, u32* L, const u16* __restrict__ RT, Geo 
         const u32 incl = warp_incl_scan(starts, lane);
         const u32 nb_l = incl - starts; // the word's first run in the band
         const u32 runs = __shfl_sync(FULL, incl, 31);
+        pdl_wait();
         const u16* node = rt + TH + rt[(y - y0) >> 1];
         __syncwarp(); // the last band's reads of `lab` are over
         for (u32 i = lane; i < runs; i += 32u)
@@ -1231,6 +1236,7 @@ br_write(const site_t* __restrict__ in, u32* L, const u16* __restrict__ RT, Geo 
         const u32 incl = warp_incl_scan(starts, lane);
         const u32 nb_l = incl - starts; // the word's first run in the row
         const u32 runs = __shfl_sync(FULL, incl, 31);
+        pdl_wait();
         const u16* node = rt + TH + rt[y - y0];
         __syncwarp(); // the last row's reads of `lab` are over
         for (u32 i = lane; i < runs; i += 32u)
@@ -1287,6 +1293,7 @@ __device__ __forceinline__ void seam_lines(u32 j, u32 tiles, u32 span, u32 n, u3
 extern "C" __global__ void __launch_bounds__(256)
 br_merge(const site_t* __restrict__ in, u64* L, const u16* __restrict__ LL, Geo g, u32 tiles_x,
          u32 tiles_y, u32 wrap_x, u32 wrap_y, u32 mode, u32 split) {
+    pdl_wait();
     const SeamGrid sg = seam_grid(mode, split);
     if (sg.mode == 0) {
         const u32 x = blockIdx.x * blockDim.x + threadIdx.x;
@@ -1373,6 +1380,7 @@ __device__ __forceinline__ void seam_contacts8(label_t* L, const Geo& g, idx_t s
     const bool straight = joined_values(cs, ca);
     const bool n0_s = joined_values(n0, cs), n1_s = joined_values(n1, cs);
     const bool d0_a = in0 && joined_values(c0, ca), d1_a = in1 && joined_values(c1, ca);
+    pdl_wait(); // (the labels below are the tile pass's)
     label_t ls = 0; // loaded at the first union
     if (straight && !(n0_s && d0_a)) {
         ls = ld_cg(L + s);
@@ -1402,6 +1410,9 @@ __device__ __forceinline__ void seam_contacts8(label_t* L, const Geo& g, idx_t s
 extern "C" __global__ void __launch_bounds__(256)
 br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tiles_y, u32 wrap_x,
          u32 wrap_y, u32 mode, u32 split, u32 cols) {
+    // The lattice's sites are read while the tile pass may still be ending (PDL: they were there
+    // before it began); the labels only after pdl_wait.
+    pdl_anchor();
     const SeamGrid sg = seam_grid(mode, split);
     if (sg.mode == 0) {
         // 4-connectivity on large lattices: two columns a thread. A contact's first column is at
@@ -1427,6 +1438,7 @@ br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tile
                 !((x & (TW - 1u)) && joined_values(in[b - 1], cb) && joined_values(in[t - 1], ct));
             const bool second =
                 joined_values(cb1, ct1) && !(joined_values(cb, cb1) && joined_values(ct, ct1));
+            if (first || second) pdl_wait();
             if (first) seam_unite(L, g, ld_cg(L + b), ld_cg(L + t));
             if (second) seam_unite(L, g, ld_cg(L + b + 1), ld_cg(L + t + 1));
 #else
@@ -1460,6 +1472,7 @@ br_merge(const site_t* __restrict__ in, label_t* L, Geo g, u32 tiles_x, u32 tile
             if (!joined_values(cs, cl)) continue;
             if ((y & (TH - 1u)) && joined_values(in[s - g.w], cs) && joined_values(in[l - g.w], cl))
                 continue;
+            pdl_wait();
             seam_unite(L, g, ld_cg(L + s), ld_cg(L + l));
 #else
             // As the rows' seams, across a column seam: the site across (l), the diagonal ones
@@ -1507,6 +1520,7 @@ __device__ __forceinline__ idx_t mask_site(const Geo& g, u32 tiles_x, u32 i) {
 extern "C" __global__ void __launch_bounds__(256)
 br_flatten(label_t* L, Geo g, u32* ER, u32* RB, u32 tiles_x, u32 entries, u32 split,
            u32 globals) {
+    pdl_wait();
     const u64 th = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u32 i = (u32)(th >> split);
     if (i >= 32u * entries) return;
@@ -1545,6 +1559,7 @@ br_flatten(label_t* L, Geo g, u32* ER, u32* RB, u32 tiles_x, u32 entries, u32 sp
 // roots. Grid: ceil(entries / BR_CHUNK) CTAs of 256 threads.
 extern "C" __global__ void __launch_bounds__(256)
 br_count(const u32* __restrict__ RB, u32 entries, u32* CNT, label_t* CHUNK, u16* PRE) {
+    pdl_wait();
     __shared__ u32 s_cnt[BR_CHUNK];
     __shared__ u32 scratch[32];
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -1580,6 +1595,7 @@ extern "C" __global__ void __launch_bounds__(256)
 br_publish(label_t* L, Geo g, const u32* __restrict__ RB, const u32* __restrict__ CNT,
            const label_t* __restrict__ CHUNK, u32 tiles_x, u32 entries,
            const u32* __restrict__ ER, u32 edge_only, row_t* a, u32 moments) {
+    pdl_wait();
     const u32 e = blockIdx.x * 8u + (threadIdx.x >> 5);
     const u32 lane = threadIdx.x & 31;
     if (e >= entries) return; // uniform across the warp
@@ -1634,6 +1650,7 @@ __device__ __forceinline__ void mask_word_sites(const u32* __restrict__ M, const
 // Grid: ceil(32 * entries / 256) CTAs of 256.
 extern "C" __global__ void __launch_bounds__(256)
 br_spread(label_t* L, Geo g, const u32* __restrict__ ER, u32 tiles_x, u32 entries) {
+    pdl_wait();
     mask_word_sites(ER, g, tiles_x, entries, [&](idx_t s) {
         const label_t f = ld_cg(L + s);
         if (!(f & LFLAG)) L[s] = ld_cg(L + (f - 1));
@@ -1650,6 +1667,7 @@ br_spread(label_t* L, Geo g, const u32* __restrict__ ER, u32 tiles_x, u32 entrie
 // Grid: ceil(32 * entries / 256) CTAs of 256.
 extern "C" __global__ void __launch_bounds__(256)
 br_rank_edges(u32* L, Geo g, const u32* __restrict__ ER, u32 tiles_x, u32 entries, BrRanks rk) {
+    pdl_wait();
     mask_word_sites(ER, g, tiles_x, entries, [&](u32 s) {
         const u32 r = L[s] - 1u, ry = r / g.w;
         L[s] = LFLAG | br_mask_rank(rk.rb, rk.cnt, rk.chunk, rk.pre, tiles_x, ry, r - ry * g.w);
@@ -1676,6 +1694,7 @@ __device__ __forceinline__ u64 br_final_one(const u64* L, u64 tile, u32 w, u64 s
 
 extern "C" __global__ void __launch_bounds__(256)
 br_final(u64* L, const u16* __restrict__ LL, Geo g, u32 canonical, u32 vec, u64* count) {
+    pdl_wait();
     const u32 x = blockIdx.x * 512u + 2u * threadIdx.x;
     u32 roots = 0;
     if (x < g.w) {
@@ -1726,6 +1745,7 @@ __device__ __forceinline__ label_t br_final_one(const label_t* L, idx_t s, label
 
 extern "C" __global__ void __launch_bounds__(256)
 br_final(label_t* L, u64 n, u32 canonical, u32 vec, label_t* count) {
+    pdl_wait();
     const u64 stride = (u64)gridDim.x * blockDim.x;
     const u64 first = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     u32 roots = 0;
@@ -1755,6 +1775,7 @@ br_final(label_t* L, u64 n, u32 canonical, u32 vec, label_t* count) {
 // 64-bit sums.
 extern "C" __global__ void __launch_bounds__(1024)
 br_scan(u64* counts, u32 nseg, u64* total_out) {
+    pdl_wait();
     __shared__ u64 scratch[32];
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const u32 nwarps = blockDim.x >> 5;

@@ -96,6 +96,7 @@ canon_count(const site_t* __restrict__ in, u32* P, Geo g, u32* counts) {
 // 4096 entries per step (4 consecutive entries per thread), so loads and stores are coalesced.
 extern "C" __global__ void __launch_bounds__(1024)
 canon_scan(u32* counts, u32 nseg, u32* total_out) {
+    pdl_wait();
     __shared__ u32 scratch[32];
     u32 carry = 0;
     for (u32 c0 = 0; c0 < nseg; c0 += 4 * blockDim.x) {

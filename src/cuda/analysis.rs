@@ -309,6 +309,7 @@ impl DeviceAnalysis {
         // rows (an upper bound on the pieces), `input` the job's sites, `labels` (when nonzero)
         // and bit runs' forest as many labels, the records `capacity` entries, `border` 6 words
         // per edge site, `hist` HIST_CAP + 2 words and `tail` 2 · tail_cap words (prepare).
+        // The kernels launched with `launch_after` wait first (`pdl_wait`) and follow kernels.
         unsafe {
             // Bit runs: br_publish set the edge pieces' rows empty, and ana_records stores the
             // interior ones whole.
@@ -333,7 +334,7 @@ impl DeviceAnalysis {
                     [0; 4]
                 };
                 let tiles_x = job.width.div_ceil(bit_runs::TILE_W) as u32;
-                gpu.launch(
+                gpu.launch_after(
                     module.func("ana_records"),
                     (sms * 8, 1, 1),
                     (256, 1, 1),
@@ -368,7 +369,7 @@ impl DeviceAnalysis {
                 let out = self.border.ptr;
                 // Sizes and boxes for the size counts; a table's join needs the labels only.
                 let info = u32::from(hist);
-                gpu.launch(
+                gpu.launch_after(
                     module.func("ana_border"),
                     (items.div_ceil(256), 1, 1),
                     (256, 1, 1),
@@ -385,7 +386,7 @@ impl DeviceAnalysis {
                 let tail_cap = self.tail_cap as u32;
                 let tail_n = hist + (HIST_CAP as u64 + 1) * 4;
                 if bit_runs {
-                    gpu.launch(
+                    gpu.launch_after(
                         module.func("ana_hist_records"),
                         (sms * 4, 1, 1),
                         (256, 1, 1),

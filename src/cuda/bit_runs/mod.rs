@@ -242,8 +242,9 @@ pub(crate) struct Pieces<'a> {
     pub moments: bool,
 }
 
-/// Queues the last pass: the labels of the last [`run_pieces`] (or of a labeling's earlier
-/// stages), by `br_final`, or by `br_write` for a write-once labeling.
+/// Queues the last pass (after a kernel, whose end it may overlap: `Gpu::launch_after`): the
+/// labels of the last [`run_pieces`] (or of a labeling's earlier stages), by `br_final`, or by
+/// `br_write` for a write-once labeling.
 pub(crate) fn final_pass(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
     let (labels, count) = (bufs.labels, bufs.count);
     if job.write_once && job.labels == LabelWidth::U32 {
@@ -263,7 +264,7 @@ pub(crate) fn final_pass(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) 
         // SAFETY: `input` and `labels` hold the job's sites, `rt` the run roots `br_local` wrote
         // (Engine::prepare sized the scratch for them); the arguments match `br_write`'s.
         return unsafe {
-            gpu.launch(
+            gpu.launch_after(
                 module.func("br_write"),
                 grid,
                 (256, 1, 1),
@@ -282,7 +283,7 @@ pub(crate) fn final_pass(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) 
         // SAFETY: `labels` holds the job's sites, the local roots the job's `u16`s at `ll` in the
         // scratch and `count` one `u64` (Engine::prepare); the arguments match `br_final`'s.
         return unsafe {
-            gpu.launch(
+            gpu.launch_after(
                 module.func("br_final"),
                 grid,
                 (256, 1, 1),
@@ -296,7 +297,7 @@ pub(crate) fn final_pass(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) 
     let final_blocks = (job.sites().div_ceil(4 * 256)).clamp(1, FINAL_BLOCKS) as u32;
     // SAFETY: `labels` holds the job's sites and `count` one word (Engine::prepare).
     unsafe {
-        gpu.launch(
+        gpu.launch_after(
             module.func("br_final"),
             (final_blocks, 1, 1),
             (256, 1, 1),
@@ -444,10 +445,12 @@ fn queue(
         // labeling, else br_final).
         gpu.memset_zero(count, job.labels.bytes())?;
     }
-    // SAFETY: the arguments match the kernels' parameters; `input` and `labels` hold the job's
-    // sites, the scratch words of `scratch_words` lie at `bufs.aux` (Engine::prepare), the
-    // records (when given) hold `rec.cap` entries and two counts, and the tile kernels' dynamic
-    // shared memory limits were raised when the module was loaded.
+    // SAFETY (`launch_after`: every kernel after the tile pass waits for the one before it,
+    // `pdl_wait`, before it reads or writes what that one wrote; br_merge and br_write read
+    // the lattice first): the arguments match the kernels' parameters; `input` and `labels`
+    // hold the job's sites, the scratch words of `scratch_words` lie at `bufs.aux`
+    // (Engine::prepare), the records (when given) hold `rec.cap` entries and two counts, and the
+    // tile kernels' dynamic shared memory limits were raised when the module was loaded.
     unsafe {
         match pieces {
             None if wide => gpu.launch_shared(
@@ -478,14 +481,14 @@ fn queue(
         }
         let (mode, row_blocks, cols, grid) = merge_grid(job, geo.w, geo.h, tx, ty, gpu.sms);
         if grid.0 > 0 && wide {
-            gpu.launch(
+            gpu.launch_after(
                 module.func("br_merge"),
                 grid,
                 (256, 1, 1),
                 &mut kernel_args![input, labels, ll, geo, tx, ty, wrap_x, wrap_y, mode, row_blocks],
             )?;
         } else if grid.0 > 0 {
-            gpu.launch(
+            gpu.launch_after(
                 module.func("br_merge"),
                 grid,
                 (256, 1, 1),
@@ -495,7 +498,7 @@ fn queue(
             )?;
         }
         let split = flatten_split(entries);
-        gpu.launch(
+        gpu.launch_after(
             module.func("br_flatten"),
             (((32 * entries) << split).div_ceil(256), 1, 1),
             (256, 1, 1),
@@ -503,7 +506,7 @@ fn queue(
         )?;
         if globals != 0 {
             let words = 32 * entries;
-            gpu.launch(
+            gpu.launch_after(
                 module.func("br_count_roots"),
                 (words.div_ceil(256 * 16).clamp(1, 4096), 1, 1),
                 (256, 1, 1),
@@ -511,7 +514,7 @@ fn queue(
             )?;
         }
         if canonical {
-            gpu.launch(
+            gpu.launch_after(
                 module.func("br_count"),
                 (chunks, 1, 1),
                 (256, 1, 1),
@@ -521,7 +524,7 @@ fn queue(
                 LabelWidth::U32 => "canon_scan",
                 LabelWidth::U64 => "br_scan",
             };
-            gpu.launch(
+            gpu.launch_after(
                 module.func(scan),
                 (1, 1, 1),
                 (1024, 1, 1),
@@ -532,7 +535,7 @@ fn queue(
                 // masks (those above: write once ranks by the masks, so `pre` is kept);
                 // br_write ranks the interior roots the same way.
                 let ranks = [mask, counts, chunk_counts, pre];
-                gpu.launch(
+                gpu.launch_after(
                     module.func("br_rank_edges"),
                     ((32 * entries).div_ceil(256), 1, 1),
                     (256, 1, 1),
@@ -540,7 +543,7 @@ fn queue(
                 )?;
                 return Ok(());
             }
-            gpu.launch(
+            gpu.launch_after(
                 module.func("br_publish"),
                 (entries.div_ceil(8), 1, 1),
                 (256, 1, 1),
@@ -561,7 +564,7 @@ fn queue(
             // Forest only: the analysis reads an edge component's rank through its global
             // root (analysis.cu: root_piece), and no label pass needs it in every local root.
             if !forest_only {
-                gpu.launch(
+                gpu.launch_after(
                     module.func("br_spread"),
                     ((32 * entries).div_ceil(256), 1, 1),
                     (256, 1, 1),

@@ -71,6 +71,12 @@ pub(crate) fn open_context(ordinal: usize) -> Result<Arc<CudaContext>> {
     })
 }
 
+/// Whether programmatic dependent launches are allowed: `CLUSTERLAB_PDL=0` turns them off (to
+/// time their gain in one binary, or to rule them out).
+fn pdl_allowed() -> bool {
+    std::env::var("CLUSTERLAB_PDL").map_or(true, |v| v != "0")
+}
+
 /// A device context with its stream and compiled kernels.
 pub(crate) struct Gpu {
     pub ctx: Arc<CudaContext>,
@@ -81,6 +87,10 @@ pub(crate) struct Gpu {
     pub sms: u32,
     /// Shared memory a block may opt in to, in bytes.
     pub max_shared_optin: usize,
+    /// Kernels launched by [`Gpu::launch_after`] may start while the kernel before them ends
+    /// (programmatic dependent launch: compute capability 9.0 or newer, unless
+    /// `CLUSTERLAB_PDL=0`).
+    pub pdl: bool,
     /// This context's modules, from the process-wide cache, by their spec's key.
     pub(super) modules: HashMap<u64, Arc<Module>>,
 }
@@ -121,6 +131,7 @@ impl Gpu {
             cc,
             sms: sms.max(1) as u32,
             max_shared_optin: max_shared_optin.max(0) as usize,
+            pdl: cc.0 >= 9 && pdl_allowed(),
             modules: HashMap::new(),
         })
     }

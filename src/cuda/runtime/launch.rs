@@ -3,7 +3,7 @@
 use super::driver::{cuda_err, Gpu};
 use crate::Result;
 use cudarc::driver::result as dres;
-use cudarc::driver::CudaFunction;
+use cudarc::driver::{sys, CudaFunction};
 use std::ffi::c_void;
 
 impl Gpu {
@@ -41,6 +41,58 @@ impl Gpu {
             self.stream.cu_stream(),
             args,
         )
+        .map_err(|e| cuda_err("launching a kernel", e))
+    }
+
+    /// Launches `f` to follow the kernel queued before it on the stream, overlapping that
+    /// kernel's end where the device allows ([`Gpu::pdl`], programmatic dependent launch): `f`
+    /// may begin as the kernel before it ends, and waits in `pdl_wait()` (kernels/common.cuh)
+    /// until that kernel has finished and its writes are visible. On an H200 this took 3–4 µs
+    /// off a 2048² labeling's 60–90 and 1–2 % off the larger ones. Without PDL, a plain launch.
+    ///
+    /// # Safety
+    /// As [`Gpu::launch`]; moreover every thread of `f` must call `pdl_wait()` before it touches
+    /// memory that the work queued before it writes (or reads, for `f`'s writes), and one
+    /// thread at least must call it (`pdl_anchor()`), so that `f` cannot end before that work.
+    pub(crate) unsafe fn launch_after(
+        &self,
+        f: &CudaFunction,
+        grid: (u32, u32, u32),
+        block: (u32, u32, u32),
+        args: &mut [*mut c_void],
+    ) -> Result<()> {
+        if !self.pdl {
+            return self.launch(f, grid, block, args);
+        }
+        let mut attr = sys::CUlaunchAttribute {
+            id: sys::CUlaunchAttributeID::CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION,
+            pad: [0; 4],
+            value: sys::CUlaunchAttributeValue {
+                programmaticStreamSerializationAllowed: 1,
+            },
+        };
+        let config = sys::CUlaunchConfig {
+            gridDimX: grid.0,
+            gridDimY: grid.1,
+            gridDimZ: grid.2,
+            blockDimX: block.0,
+            blockDimY: block.1,
+            blockDimZ: block.2,
+            sharedMemBytes: 0,
+            hStream: self.stream.cu_stream(),
+            attrs: &mut attr,
+            numAttrs: 1,
+        };
+        // SAFETY: `config` and `attr` live across the call; the caller vouches for the arguments.
+        unsafe {
+            sys::cuLaunchKernelEx(
+                &config,
+                f.cu_function(),
+                args.as_mut_ptr(),
+                std::ptr::null_mut(),
+            )
+        }
+        .result()
         .map_err(|e| cuda_err("launching a kernel", e))
     }
 
