@@ -47,8 +47,9 @@ impl Gpu {
     /// Launches `f` to follow the kernel queued before it on the stream, overlapping that
     /// kernel's end where the device allows ([`Gpu::pdl`], programmatic dependent launch): `f`
     /// may begin as the kernel before it ends, and waits in `pdl_wait()` (kernels/common.cuh)
-    /// until that kernel has finished and its writes are visible. On an H200 this took 3–4 µs
-    /// off a 2048² labeling's 60–90 and 1–2 % off the larger ones. Without PDL, a plain launch.
+    /// until that kernel has finished and its writes are visible. On an H200 this took 2–8 µs
+    /// off a 2048² labeling's 60–100, 2–5 % at 4096² and under 1 % at 16384² (BENCHMARKS.md).
+    /// Without PDL, a plain launch.
     ///
     /// # Safety
     /// As [`Gpu::launch`]; moreover every thread of `f` must call `pdl_wait()` before it touches
