@@ -7,7 +7,7 @@
 //!
 //! `cargo bench --bench gpu_analysis -- [--size N] [--reps R] [--check] [--table-only] [--all-only]
 //! [--conn C] [--boundary B]`
-//! (`--check` compares each GPU table with the CPU's once; `--table-only` leaves out the
+//! (`--check` compares each GPU table, and `n_s` with the flags, with the CPU's once; `--table-only` leaves out the
 //! label-image and `Measures::All` columns, the slow ones, printed as `-`; `--all-only` times
 //! raw labeling and the device's `Measures::All` only, the other medians printed as NaN).
 
@@ -15,7 +15,7 @@ mod common;
 
 use clusterlab::cuda::{cuda_available, CudaAnalyzer, CudaLabeler, Numbering};
 use clusterlab::generate::percolation;
-use clusterlab::{Analyzer, Backend, Boundary, Connectivity, Measures};
+use clusterlab::{Analyzer, Backend, Boundary, Connectivity, Labeler, Measures};
 use common::gpu::EventTimer;
 use common::{bandwidth, floor_ms, median, Args, BenchResult};
 use std::process::ExitCode;
@@ -25,7 +25,7 @@ const USAGE: &str =
     "usage: cargo bench --bench gpu_analysis -- [--size N] [--reps R] [--check] [--table-only] [--all-only]
   --size N       lattice side (default 16384)
   --reps R       timed runs per measurement (default 20)
-  --check        compare each GPU table with the CPU's once
+  --check        compare each GPU table and n_s with the CPU's once
   --table-only   skip the label-image and Measures::All columns (printed as -)
   --all-only     time raw labeling and the device's Measures::All only (others NaN)
   --conn C       one connectivity only (4 or 8; default both)
@@ -214,6 +214,14 @@ fn run() -> BenchResult<()> {
                     dev.push(t);
                     host.push(h);
                     wall.push(all);
+                }
+                if i == 0 && check {
+                    let mut want = clusterlab::SizeCounts::new();
+                    Labeler::new(c, b).size_counts_into(lattice.view(), &mut want)?;
+                    println!(
+                        "check {c} {b}: n_s and flags equal to the CPU's: {}",
+                        counts == want
+                    );
                 }
                 if i == 0 {
                     println!(

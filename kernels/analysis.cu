@@ -28,6 +28,12 @@
 //               listed) of the pieces that touch no periodic seam, device-resident.
 //   ana_hist_records (bit runs) the same from the records: interior ones are whole pieces (their
 //               rows are never written for the size counts), edge pieces are read from their rows.
+// The size counts on bit runs take neither records nor ranks: br_local_counts (bit_runs.cu)
+// counts each tile's interior components itself and keeps each edge component's size at its
+// local root, br_flatten adds those into the global roots, and then:
+//   ns_edges    each occupied edge site's side of the lattice into its cluster's flags;
+//   ns_hist     the histogram of the crossing clusters, from the global roots;
+//   ns_border   (periodic) ana_border's output for the host's join.
 //
 // Accumulators are one 64-byte row per piece (Row), so that a record's sums land in the two
 // 32-byte sectors of one row rather than in nine arrays, a whole row is written with four
@@ -510,5 +516,107 @@ ana_hist_records(const u32* L, const Row* a, BrRec rec, Geo g, u32 wrap_x, u32 w
         if (r->first == site) hist_row(r, g, wrap_x, wrap_y, sh, tail, tail_cap, tail_n);
     }
     hist_flush(sh, hist);
+}
+
+// The size counts from the forest (bit runs, 32-bit, raw: br_local_counts, br_merge, br_flatten
+// with its sizes; no ranking, no records). Edge site i in ana_border's order: rows 0 and h - 1
+// (i < 2w), then columns 0 and w - 1; the lattice edge it lies on as an NS_* bit of sf's high
+// word.
+#define NS_LEFT 1u
+#define NS_RIGHT 2u
+#define NS_TOP 4u
+#define NS_BOTTOM 8u
+__device__ __forceinline__ u32 ns_edge_site(const Geo& g, u32 i, u32* side) {
+    u32 y, x;
+    if (i < 2 * g.w) {
+        y = i < g.w ? 0 : g.h - 1;
+        x = i < g.w ? i : i - g.w;
+        *side = i < g.w ? NS_TOP : NS_BOTTOM;
+    } else {
+        const u32 j = i - 2 * g.w;
+        x = j < g.h ? 0 : g.w - 1;
+        y = j < g.h ? j : j - g.h;
+        *side = j < g.h ? NS_LEFT : NS_RIGHT;
+    }
+    return y * g.w + x;
+}
+
+// The global root of a tile-edge site (its slot holds its local root + 1, which points at its
+// global root after br_flatten).
+__device__ __forceinline__ u32 ns_root(const u32* L, u32 site) {
+    const u32 r = ld_cg(L + site) - 1u;
+    const u32 v = ld_cg(L + r);
+    return v == r + 1u ? r : v - 1u;
+}
+
+// Every occupied edge site's side into its cluster's flags (read first: the large cluster meets
+// the edges at many sites). Grid: ceil(2(w + h) / 256) CTAs of 256.
+extern "C" __global__ void __launch_bounds__(256)
+ns_edges(const site_t* __restrict__ in, const u32* L, Geo g, u64* sf) {
+    pdl_wait(); // (Gpu::launch_after)
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= 2 * (g.w + g.h)) return;
+    u32 side;
+    const u32 site = ns_edge_site(g, i, &side);
+    if (!occ_at(in, site)) return;
+    const u32 R = ns_root(L, site);
+    const u64 bit = (u64)side << 32;
+    if (!(__ldcg(sf + R) & bit)) atomicOr((unsigned long long*)(sf + R), (unsigned long long)bit);
+}
+
+// The histogram of the clusters that cross a tile's edge, from their global roots (ER after
+// br_flatten with `globals`: a thread a word, grid-strided), as ana_hist's: those on a periodic
+// seam are left to the host's join, those larger than HIST_CAP or spanning are listed.
+extern "C" __global__ void __launch_bounds__(256)
+ns_hist(const u32* __restrict__ ER, const u64* sf, Geo g, u32 tiles_x, u32 words, u32 wrap_x,
+        u32 wrap_y, u32* hist, u32* tail, u32 tail_cap) {
+    pdl_wait(); // (Gpu::launch_after)
+    __shared__ u32 sh[HIST_CAP + 1];
+    hist_clear(sh);
+    for (u32 i = blockIdx.x * blockDim.x + threadIdx.x; i < words; i += gridDim.x * blockDim.x) {
+        u32 word = ER[i];
+        const u32 base = mask_site(g, tiles_x, i);
+        while (word) {
+            const u32 b = __ffs(word) - 1;
+            word &= word - 1;
+            const u64 v = sf[base + b];
+            const u32 s = (u32)v, f = (u32)(v >> 32);
+            if ((wrap_x && (f & (NS_LEFT | NS_RIGHT))) || (wrap_y && (f & (NS_TOP | NS_BOTTOM))))
+                continue;
+            const u32 span = ((f & (NS_LEFT | NS_RIGHT)) == (NS_LEFT | NS_RIGHT) ? 1u : 0u) |
+                             ((f & (NS_TOP | NS_BOTTOM)) == (NS_TOP | NS_BOTTOM) ? 2u : 0u);
+            if (span || s > HIST_CAP) ns_list(hist, tail, tail_cap, s, span);
+            else atomicAdd(sh + s, 1u);
+        }
+    }
+    hist_flush(sh, hist);
+}
+
+// ana_border's output for the size counts' join on a periodic lattice: out[i] = the global root
+// + 1 of edge site i (0 when empty), out[e + 5i ..] = its cluster's size and a bounding box that
+// says only which edges it touches (x_min 0 or 1, x_max w - 1 or 0, likewise y), which is all
+// the join reads of it. After ns_edges. Grid: ceil(2(w + h) / 256) CTAs of 256.
+extern "C" __global__ void __launch_bounds__(256)
+ns_border(const site_t* __restrict__ in, const u32* L, Geo g, const u64* sf, u32* out) {
+    pdl_wait(); // (Gpu::launch_after)
+    const u32 e = 2 * (g.w + g.h);
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= e) return;
+    u32 side;
+    const u32 site = ns_edge_site(g, i, &side);
+    if (!occ_at(in, site)) {
+        out[i] = 0;
+        return;
+    }
+    const u32 R = ns_root(L, site);
+    out[i] = R + 1;
+    const u64 v = sf[R];
+    const u32 f = (u32)(v >> 32);
+    u32* o = out + e + 5 * i;
+    o[0] = (u32)v;
+    o[1] = (f & NS_LEFT) ? 0u : 1u;
+    o[2] = (f & NS_RIGHT) ? g.w - 1 : 0u;
+    o[3] = (f & NS_TOP) ? 0u : 1u;
+    o[4] = (f & NS_BOTTOM) ? g.h - 1 : 0u;
 }
 #endif

@@ -827,6 +827,97 @@ __device__ __forceinline__ u32 br_label_tile(const site_t* __restrict__ in, cons
 
 #include "bit_runs_records.cuh"
 
+// The size counts' tile pass (br_local_counts): what n_s and the flags need, without records.
+//   sf     per site, at each edge component's local root: its size (low word) and, from
+//          ns_edges on, the lattice edges its cluster touches (high word, NS_* bits); br_flatten
+//          adds every other edge local root's size into its global root's.
+//   hist   HIST_CAP + 1 words (hist[s] clusters of s sites), then the tail count; `tail` the
+//          (size, span bits) pairs of the clusters listed one by one, at most tail_cap.
+struct BrCounts {
+    u64* sf;
+    u32* hist;
+    u32* tail;
+    u32 tail_cap;
+};
+
+#if !LABEL64
+
+// A cluster listed one by one: larger than HIST_CAP, or spanning (span bits 1 = x, 2 = y).
+__device__ __forceinline__ void ns_list(u32* hist, u32* tail, u32 tail_cap, u32 s, u32 span) {
+    const u32 k = atomicAdd(hist + HIST_CAP + 1, 1u);
+    if (k < tail_cap) {
+        tail[2 * k] = s;
+        tail[2 * k + 1] = span;
+    }
+}
+
+// Sizes of the tile's components, after the forest's stores (every node's parent is its local
+// root: br_label_tile without `lazy`). A root's parent field becomes its size (a tile has at
+// most 2^15 sites, so 16 bits hold it): the roots clear it, every node adds its run's sites, a
+// warp's stretch of runs of one component summed first (a large component's runs are dense in
+// raster order). Then an interior component, a whole cluster that neither wraps nor spans, is
+// counted in a shared histogram in the root masks' words (ER is stored; sh[s - 1] counts size
+// s), or listed when larger; an edge component's size goes to its local root's `sf`, flags 0.
+template <bool BAND>
+__device__ __forceinline__ void br_counts(u32* sm, const Geo& g, const BrTile& t, u32 nodes,
+                                          u32 mine, const BrCounts& c) {
+    u32* ent = sm;
+    u32* sh = sm + OFF_RMASK;
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    __syncthreads(); // the stores of ER and of the forest read the masks and the nodes
+    for (u32 i = threadIdx.x; i < HIST_CAP; i += BR_THREADS) sh[i] = 0;
+    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++)
+        if ((mine >> k) & 1u) ent[n] &= OWN_MASK | EDGE;
+    __syncthreads();
+    for (u32 k = 0; 32u * warp + BR_THREADS * k < nodes; k++) {
+        const u32 n = threadIdx.x + BR_THREADS * k;
+        u32 r = FULL, len = 0;
+        if (n < nodes) {
+            const u32 e = ent[n];
+            r = ((mine >> k) & 1u) ? n : e_par(e);
+            const u32 row = (e >> 10) & 31u;
+            if (BAND) {
+                u32 v[ACC_FIELDS];
+                band_sums(sm, n, row, false, v);
+                len = v[0];
+            } else {
+                len = run_len(plane(sm, P_JL, row), e & 1023u);
+            }
+        }
+        const u32 prev = __shfl_up_sync(FULL, r, 1);
+        const u32 heads = __ballot_sync(FULL, lane == 0 || prev != r);
+#if __CUDA_ARCH__ >= 800
+        if (heads == 1u) {
+            len = __reduce_add_sync(FULL, len);
+            if (lane) r = FULL;
+        } else
+#endif
+        if (heads != FULL) {
+            const u32 above = lane == 31 ? 0u : heads & (FULL << (lane + 1));
+            const u32 stretch_end = above ? __ffs(above) - 1 : 32u;
+#pragma unroll
+            for (u32 o = 1; o < 32; o <<= 1) {
+                const u32 v = __shfl_down_sync(FULL, len, o);
+                if (lane + o < stretch_end) len += v;
+            }
+            if (!((heads >> lane) & 1u)) r = FULL;
+        }
+        if (r != FULL) atomicAdd(ent + r, len << PAR_SHIFT);
+    }
+    __syncthreads();
+    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
+        if (!((mine >> k) & 1u)) continue;
+        const u32 e = ent[n], s = e_par(e);
+        if (e & EDGE) c.sf[entry_key(e, g, t)] = (u64)s;
+        else if (s <= HIST_CAP) atomicAdd(sh + s - 1, 1u);
+        else ns_list(c.hist, c.tail, c.tail_cap, s, 0u);
+    }
+    __syncthreads();
+    for (u32 i = threadIdx.x; i < HIST_CAP; i += BR_THREADS)
+        if (sh[i]) atomicAdd(c.hist + i + 1, sh[i]);
+}
+#endif
+
 // The labeling pass. Grid: one CTA of BR_THREADS per tile (tiles_x * tiles_y); dynamic shared
 // memory BR_SMEM_WORDS words, which allows two CTAs per multiprocessor (hence the launch bounds:
 // up to 64 registers a thread). ER: the mask of the edge components' local roots (one bit per site,
@@ -942,10 +1033,13 @@ __device__ __forceinline__ void br_root_bit(u32* sm, const u32* RB, u32 e) {
                  1u << (col & 31));
 }
 
-template <bool ANA>
+// CNT (br_local_counts, 32-bit build): the forest as without labels (vec bit 2) and the
+// components' sizes (br_counts).
+template <bool ANA, bool CNT>
 __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, label_t* L LL_PARAM,
                                               const Geo& g, u32 tiles_x, u32 vec, u32* RB,
-                                              u32* ER, const BrRec& rec RT_PARAM) {
+                                              u32* ER, const BrRec& rec RT_PARAM,
+                                              const BrCounts& counts) {
     extern __shared__ u32 sm[];
     const BrTile t = br_tile(g, tiles_x);
     // The root masks (and the analysis's multi-run mask) start empty (br_label_tile's barriers
@@ -957,7 +1051,7 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     constexpr bool BAND = BANDS;
     // Labels written once with no analysis leave the nodes other than tree roots unflattened
     // (br_label_tile; root_of).
-    const bool lazy = !LABEL64 && !ANA && (vec & 8u);
+    const bool lazy = !LABEL64 && !ANA && !CNT && (vec & 8u);
     const u32 nodes =
         br_label_tile<BAND>(in, g, t, vec, sm, mine, ANA ? sm + OFF_MULTI : nullptr, lazy);
     u32* ent = sm;
@@ -1083,13 +1177,14 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     }
 #else
     br_store_labels<BAND>(L, g, t, vec, sm, forest_only, lazy);
+    if (CNT) br_counts<BAND>(sm, g, t, nodes, mine, counts);
 #endif
 }
 
 extern "C" __global__ void __launch_bounds__(BR_THREADS, LOCAL_MINB)
 br_local(const site_t* __restrict__ in, label_t* L LL_PARAM, Geo g, u32 tiles_x, u32 vec, u32* RB,
          u32* ER RT_PARAM) {
-    br_local_body<false>(in, L LL_ARG, g, tiles_x, vec, RB, ER, BrRec{} RT_ARG);
+    br_local_body<false, false>(in, L LL_ARG, g, tiles_x, vec, RB, ER, BrRec{} RT_ARG, BrCounts{});
 }
 
 #if !LABEL64
@@ -1098,7 +1193,16 @@ br_local(const site_t* __restrict__ in, label_t* L LL_PARAM, Geo g, u32 tiles_x,
 extern "C" __global__ void __launch_bounds__(BR_THREADS, ANA_MINB)
 br_local_ana(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 vec, u32* RB,
              u32* ER, BrRec rec) {
-    br_local_body<true>(in, L, g, tiles_x, vec, RB, ER, rec, nullptr, nullptr);
+    br_local_body<true, false>(in, L, g, tiles_x, vec, RB, ER, rec, nullptr, nullptr, BrCounts{});
+}
+
+// The size counts' tile pass: the forest as an analysis without labels writes it (vec bit 2; raw
+// numbering, so no interior-root mask), the edge components' sizes into `c.sf` and the interior
+// components into the histogram (br_counts). Same launch as br_local.
+extern "C" __global__ void __launch_bounds__(BR_THREADS, LOCAL_MINB)
+br_local_counts(const site_t* __restrict__ in, u32* L, Geo g, u32 tiles_x, u32 vec, u32* ER,
+                BrCounts c) {
+    br_local_body<false, true>(in, L, g, tiles_x, vec, nullptr, ER, BrRec{}, nullptr, nullptr, c);
 }
 
 // Occupancy and joins to the left of the 32 sites of row y from column x (the lane's word of a
@@ -1513,22 +1617,29 @@ __device__ __forceinline__ idx_t mask_site(const Geo& g, u32 tiles_x, u32 i) {
 // points straight at it, so that every site is one step from its global root (sites point at
 // their local roots; an edge site that is a local root which the merge linked onward is in ER
 // itself). RB (canonical numbering, else null) gets the bit of each global root; with `globals`
-// (a raw write-once labeling) ER keeps only those. 2^split threads
+// (a raw write-once labeling, the size counts) ER keeps only those. With SF (the size counts,
+// else null) every other edge local root's size is added into its global root's: a thread's
+// run of roots of one cluster summed first, then the warp's lanes of one cluster (the large
+// cluster's roots are many, and one address takes its atomics one at a time). 2^split threads
 // a word, each taking 32 >> split of its bits: a small lattice has few words, and those of a
 // tile's first row hold several roots each, whose finds one thread would walk one after another.
 // Grid: ceil((32 * entries << split) / 256) CTAs of 256.
 extern "C" __global__ void __launch_bounds__(256)
 br_flatten(label_t* L, Geo g, u32* ER, u32* RB, u32 tiles_x, u32 entries, u32 split,
-           u32 globals) {
+           u32 globals, u64* SF) {
     pdl_wait();
     const u64 th = (u64)blockIdx.x * blockDim.x + threadIdx.x;
     const u32 i = (u32)(th >> split);
-    if (i >= 32u * entries) return;
+    const bool live = i < 32u * entries;
+    // (No early return with SF: the warp's lanes group their sums below.)
+    if (!live && SF == nullptr) return;
     const u32 width = 32u >> split, part = (u32)th & ((1u << split) - 1u);
     const u32 keep = width == 32u ? FULL : ((1u << width) - 1u) << (part * width);
-    u32 word = ER[i] & keep;
-    const idx_t base = mask_site(g, tiles_x, i);
+    u32 word = live ? ER[i] & keep : 0u;
+    const idx_t base = live ? mask_site(g, tiles_x, i) : 0;
     u32 global = 0;
+    idx_t to = ~(idx_t)0; // the global root that `add` goes to
+    u64 add = 0;
     while (word) {
         const u32 b = __ffs(word) - 1;
         word &= word - 1;
@@ -1542,7 +1653,25 @@ br_flatten(label_t* L, Geo g, u32* ER, u32* RB, u32 tiles_x, u32 entries, u32 sp
         // already, and a store that changes nothing still costs a scattered sector.
         const idx_t R = br_root(L, v - 1);
         if (v != R + 1) L[r] = R + 1;
+        if (SF != nullptr) {
+            if (R != to) {
+                if (add) atomicAdd((unsigned long long*)(SF + to), (unsigned long long)add);
+                to = R;
+                add = 0;
+            }
+            add += (u32)SF[r];
+        }
     }
+    if (SF != nullptr) {
+        const u32 same = __match_any_sync(FULL, (unsigned long long)to);
+#if __CUDA_ARCH__ >= 800
+        // (Sums below 2^31: the analysis's lattices have fewer sites.)
+        const u32 sum = __reduce_add_sync(same, (u32)add);
+        add = (threadIdx.x & 31) == __ffs(same) - 1u ? sum : 0u;
+#endif
+        if (add) atomicAdd((unsigned long long*)(SF + to), (unsigned long long)add);
+    }
+    if (!live) return;
     // A reduction: no thread waits for the word (a load and a store took a fifth of the pass).
     if (RB != nullptr && global) atomicOr(RB + i, global);
     if (globals) {

@@ -7,6 +7,9 @@
 //! downloads into tables.
 
 use super::bit_runs::{self, Records};
+
+// Bit runs' size counts: n_s and the flags from the labeling's forest.
+mod counts;
 use super::canonical::Geo;
 use super::engine::{family_of, Engine, Job};
 use super::family::{Family, LabelWidth, SiteType};
@@ -263,6 +266,9 @@ impl DeviceAnalysis {
             self.prepare(job, false, false)?;
         }
         self.job = Some(*job);
+        if hist && bit_runs {
+            return self.queue_counts(job, input, border);
+        }
         let mut rec = self.records(job, moments);
         // Bit runs' size counts: the tile pass counts interior clusters into the histogram
         // itself (they need no record), where its shared memory leaves room.

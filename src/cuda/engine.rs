@@ -384,6 +384,36 @@ impl Engine {
         Ok(bufs)
     }
 
+    /// Queues bit runs' size-counts forest of `job` (raw numbering, occupancy, 32-bit labels:
+    /// [`bit_runs::run_counts`]) from `input` into the forest `labels`, with the sizes and
+    /// histogram of `counts`; prepares the job first when needed.
+    pub(crate) fn run_counts(
+        &mut self,
+        job: &Job,
+        input: sys::CUdeviceptr,
+        labels: sys::CUdeviceptr,
+        counts: &bit_runs::Counts,
+    ) -> Result<Buffers> {
+        if job.family != Family::BitRuns
+            || job.segments
+            || job.numbering != Numbering::Raw
+            || job.labels != LabelWidth::U32
+        {
+            return Err(Error::InvalidArgument(
+                "bit runs' size counts take raw occupancy clusters (32-bit)".into(),
+            ));
+        }
+        self.ready(job)?;
+        self.count_width = job.labels;
+        let bufs = self.buffers(job, input, labels);
+        if job.sites() == 0 {
+            return Ok(bufs);
+        }
+        let module = self.module(job)?;
+        bit_runs::run_counts(&self.gpu, module, job, &bufs, counts)?;
+        Ok(bufs)
+    }
+
     /// The module of `job` (compiled by [`Engine::prepare`]).
     pub(crate) fn module(&self, job: &Job) -> Result<&super::runtime::Module> {
         self.gpu

@@ -17,7 +17,10 @@
 //!
 //! [`CudaAnalyzer::size_counts`] skips the table: a device-resident histogram of the sizes of
 //! the pieces off the periodic seams (exact up to 1024 sites, larger and spanning ones listed),
-//! plus the seam pieces joined on the host, gives `n_s` and the wrapping / spanning flags.
+//! plus the seam pieces joined on the host, gives `n_s` and the wrapping / spanning flags. On
+//! bit runs it runs the labeling's tiles and raw forest, not the table's: the tile pass counts
+//! its interior components and keeps each edge component's size, the flatten adds those into
+//! the global roots, and no ranking or records are made.
 //!
 //! [`CudaAnalyzer::analyze_all`] adds the perimeters, hulls and filled areas ([`Measures::All`])
 //! for lattices with open boundaries, on the device too ([`full`]). [`crate::Analyzer`] with a

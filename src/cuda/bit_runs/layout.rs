@@ -131,7 +131,7 @@ pub(crate) fn kernel_shared_bytes(
 ) -> Option<usize> {
     let bands = bands(key);
     match kernel {
-        "br_local" => Some(local_bytes(key)),
+        "br_local" | "br_local_counts" => Some(local_bytes(key)),
         "br_local_ana" if !key.segments => {
             ana_slots(max_optin, bands).map(|slots| ana_shared_bytes(slots, bands))
         }

@@ -122,12 +122,18 @@ use super::Numbering;
 use crate::lattice::Connectivity;
 use crate::Result;
 
+// The size counts' forest (n_s and the flags).
+mod counts;
 mod layout;
+// The cluster analysis's records.
+mod pieces;
+pub(crate) use counts::{run_counts, Counts};
 pub(crate) use layout::{
     ana_launch_bytes, ana_slots, bands, check_wide, direct_hist_slots, kernel_shared_bytes,
     local_bytes, rank_masks, scratch, shared_bytes, short_tiles, tile_h, write_once,
 };
 use layout::{local_roots_word, run_roots_word, tiles};
+pub(crate) use pieces::{record_capacity, run_pieces, Pieces, Records, RECORD_BYTES};
 
 /// The family's kernel file.
 pub(crate) const FILE: &str = "bit_runs.cu";
@@ -148,6 +154,10 @@ pub(crate) const KERNELS: &[&str] = &[
     "ana_border",
     "ana_hist",
     "ana_hist_records",
+    "br_local_counts",
+    "ns_edges",
+    "ns_hist",
+    "ns_border",
 ];
 
 /// The kernels of the 64-bit build (no cluster analysis; `br_scan` scans the 64-bit ranks).
@@ -172,74 +182,20 @@ const COUNT_CHUNK: usize = 256;
 /// Thread blocks of the elementwise `br_final`: a few waves of a large GPU, grid-stride beyond.
 const FINAL_BLOCKS: usize = 4096;
 
-/// The cluster analysis's component records (`struct BrRec` in `bit_runs.cu`): one per local
-/// component of a tile, interior ones from the front, edge ones from the back.
-#[repr(C)]
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Records {
-    pub root: u64,
-    pub a: u64,
-    pub b: u64,
-    pub boxes: u64,
-    /// Two words: interior and edge records written.
-    pub count: u64,
-    /// The size counts' histogram (`HIST_CAP + 1` words), or 0: when given, interior
-    /// components of at most `HIST_CAP` sites are counted into it instead of recorded, and
-    /// `slots` must leave room for the tile's histogram after the accumulators
-    /// ([`direct_hist_slots`]).
-    pub hist: u64,
-    pub cap: u32,
-    pub slots: u32,
-    /// 0: sizes and boxes only, the coordinate sums of multi-run components left 0.
-    pub moments: u32,
-}
-
-/// Bytes of a record (root site, two packed u64 sums, the packed bounding box).
-pub(crate) const RECORD_BYTES: usize = 24;
-
-/// Records a job can need at most: every tile row holds at most ceil(columns / 2) runs, and every
-/// local component at least one run.
-pub(crate) fn record_capacity(job: &Job) -> usize {
-    let full = job.width / TILE_W;
-    let rest = job.width % TILE_W;
-    job.height * (full * TILE_W / 2 + rest.div_ceil(2))
-}
-
 /// Queues the labeling of `job`.
 pub(crate) fn run(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers) -> Result<()> {
-    queue(gpu, module, job, bufs, None)?;
+    queue(gpu, module, job, bufs, Extra::None)?;
     final_pass(gpu, module, job, bufs)
 }
 
-/// Queues the pieces of the cluster analysis (`job`: canonical numbering, no segments): the
-/// tiles' records into `rec`, then the seams, the flatten and the ranking, after which every
-/// local root's slot holds `FLAG | label - 1`. No label is written; [`final_pass`] writes them.
-///
-/// With `forest_only` (no [`final_pass`] will follow) the tile pass writes only what the later
-/// passes read: the labels of tile-edge sites (the seams and the lattice's edges) and the local
-/// roots' slots, not the interior sites' (at p_c three quarters of the label array's bytes).
-pub(crate) fn run_pieces(
-    gpu: &Gpu,
-    module: &Module,
-    job: &Job,
-    bufs: &Buffers,
-    pieces: &Pieces<'_>,
-) -> Result<()> {
-    debug_assert!(job.numbering == Numbering::Canonical && !job.segments);
-    queue(gpu, module, job, bufs, Some(pieces))
-}
-
-/// What the cluster analysis adds to a labeling ([`run_pieces`]).
-pub(crate) struct Pieces<'a> {
-    /// The tiles' records.
-    pub rec: &'a Records,
-    /// No labels will be written from this forest.
-    pub forest_only: bool,
-    /// The pieces' accumulator rows, whose edge pieces' rows `br_publish` sets empty (the
-    /// interior pieces' rows are stored whole by `ana_records`).
-    pub rows: u64,
-    /// Whether the rows' sums of coordinates are used.
-    pub moments: bool,
+/// What a run of the passes adds to a labeling.
+#[derive(Clone, Copy)]
+enum Extra<'a> {
+    None,
+    /// The cluster analysis's records ([`run_pieces`]).
+    Pieces(&'a Pieces<'a>),
+    /// The size counts ([`run_counts`]).
+    Counts(&'a Counts),
 }
 
 /// Queues the last pass (after a kernel, whose end it may overlap: `Gpu::launch_after`): the
@@ -380,14 +336,17 @@ fn flatten_split(entries: u32) -> u32 {
     (0..3).find(|&s| words << s >= 1 << 20).unwrap_or(3)
 }
 
-/// Queues everything before `br_final`; with `rec`, the tile pass writes the analysis records.
-fn queue(
-    gpu: &Gpu,
-    module: &Module,
-    job: &Job,
-    bufs: &Buffers,
-    pieces: Option<&Pieces<'_>>,
-) -> Result<()> {
+/// Queues everything before `br_final`; with pieces, the tile pass writes the analysis records,
+/// with counts the sizes.
+fn queue(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers, extra: Extra<'_>) -> Result<()> {
+    let pieces = match extra {
+        Extra::Pieces(p) => Some(p),
+        _ => None,
+    };
+    let sized = match extra {
+        Extra::Counts(c) => Some(c),
+        _ => None,
+    };
     let geo = Geo::new(job);
     let (tiles_x, tiles_y) = tiles(job);
     let ntiles = (tiles_x * tiles_y) as u32;
@@ -399,8 +358,8 @@ fn queue(
     let stores_at = if wide { ll } else { labels };
     // Bit 2: the analysis's forest only (`run_pieces`); bit 3: a write-once labeling's forest
     // and run roots (`br_write` writes the labels).
-    let forest_only = pieces.is_some_and(|p| p.forest_only) && !wide;
-    let write_once = job.write_once && pieces.is_none() && !wide;
+    let forest_only = (pieces.is_some_and(|p| p.forest_only) || sized.is_some()) && !wide;
+    let write_once = job.write_once && matches!(extra, Extra::None) && !wide;
     let rt = if write_once {
         bufs.aux + (run_roots_word(job) * 4) as u64
     } else {
@@ -414,7 +373,9 @@ fn queue(
     // the edge-root mask); `br_final` counts them otherwise.
     let canonical = job.numbering == Numbering::Canonical;
     let tile_count = if write_once && !canonical { count } else { 0 };
-    let globals = u32::from(tile_count != 0);
+    // (The size counts' histogram pass reads the global roots from the mask too.)
+    let globals = u32::from(tile_count != 0 || sized.is_some());
+    let sizes = sized.map_or(0, |c| c.sf);
     let key = job.key();
     let (tile_bands, smem) = (bands(&key), local_bytes(&key) as u32);
     let entries = job.height * tiles_x;
@@ -460,13 +421,27 @@ fn queue(
                 smem,
                 &mut kernel_args![input, labels, ll, geo, tx, vec, mask, edge_roots],
             )?,
-            None => gpu.launch_shared(
-                module.func("br_local"),
-                (ntiles, 1, 1),
-                (THREADS, 1, 1),
-                smem,
-                &mut kernel_args![input, labels, geo, tx, vec, mask, edge_roots, rt, tile_count],
-            )?,
+            None => match sized {
+                Some(c) => {
+                    let c = *c;
+                    gpu.launch_shared(
+                        module.func("br_local_counts"),
+                        (ntiles, 1, 1),
+                        (THREADS, 1, 1),
+                        smem,
+                        &mut kernel_args![input, labels, geo, tx, vec, edge_roots, c],
+                    )?
+                }
+                None => gpu.launch_shared(
+                    module.func("br_local"),
+                    (ntiles, 1, 1),
+                    (THREADS, 1, 1),
+                    smem,
+                    &mut kernel_args![
+                        input, labels, geo, tx, vec, mask, edge_roots, rt, tile_count
+                    ],
+                )?,
+            },
             Some(p) => {
                 let rec = *p.rec;
                 gpu.memset_zero(rec.count, 8)?;
@@ -502,9 +477,9 @@ fn queue(
             module.func("br_flatten"),
             (((32 * entries) << split).div_ceil(256), 1, 1),
             (256, 1, 1),
-            &mut kernel_args![labels, geo, edge_roots, mask, tx, entries, split, globals],
+            &mut kernel_args![labels, geo, edge_roots, mask, tx, entries, split, globals, sizes],
         )?;
-        if globals != 0 {
+        if tile_count != 0 {
             let words = 32 * entries;
             gpu.launch_after(
                 module.func("br_count_roots"),
