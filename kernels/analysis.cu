@@ -33,7 +33,10 @@
 // local root, br_flatten adds those into the global roots, and then:
 //   ns_edges    each occupied edge site's side of the lattice into its cluster's flags;
 //   ns_hist     the histogram of the crossing clusters, from the global roots;
-//   ns_border   (periodic) ana_border's output for the host's join.
+//   ns_border   (periodic) ana_border's output, for the host's join where the device's did
+//               not run or overflowed;
+//   ns_seam_*   (periodic) the seams' join on the device: the pieces on wrapped edges joined by
+//               a union-find with shifts, their clusters counted into the same histogram.
 //
 // Accumulators are one 64-byte row per piece (Row), so that a record's sums land in the two
 // 32-byte sectors of one row rather than in nine arrays, a whole row is written with four
@@ -402,6 +405,24 @@ ana_records(const u32* L, Geo g, Row* a, BrRec rec, u32 moments, u32 edges_only,
 }
 #endif
 
+// The lattice edges' sites in the border order of ana_border and ns_border: i < 2w rows 0 and
+// h - 1, then columns 0 and w - 1. Returns the edge's NS_* bit.
+#define NS_LEFT 1u
+#define NS_RIGHT 2u
+#define NS_TOP 4u
+#define NS_BOTTOM 8u
+__device__ __forceinline__ u32 border_site(const Geo& g, u32 i, u32* x, u32* y) {
+    if (i < 2 * g.w) {
+        *y = i < g.w ? 0 : g.h - 1;
+        *x = i < g.w ? i : i - g.w;
+        return i < g.w ? NS_TOP : NS_BOTTOM;
+    }
+    const u32 j = i - 2 * g.w;
+    *x = j < g.h ? 0 : g.w - 1;
+    *y = j < g.h ? j : j - g.h;
+    return j < g.h ? NS_LEFT : NS_RIGHT;
+}
+
 // Per edge site i of e = 2(w + h): rows 0 and h - 1 (i < 2w), then columns 0 and w - 1: out[i]
 // = its piece's label (0 when empty), and, when `info`, out[e + 5i ..] = the piece's size,
 // x_min, x_max, y_min, y_max (so that a table's join downloads the labels alone).
@@ -412,14 +433,7 @@ ana_border(const site_t* __restrict__ in, const u32* P, Geo g, const Row* a, u32
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= e) return;
     u32 y, x;
-    if (i < 2 * g.w) {
-        y = i < g.w ? 0 : g.h - 1;
-        x = i < g.w ? i : i - g.w;
-    } else {
-        const u32 j = i - 2 * g.w;
-        x = j < g.h ? 0 : g.w - 1;
-        y = j < g.h ? j : j - g.h;
-    }
+    border_site(g, i, &x, &y);
     if (!occ_at(in, y * g.w + x)) {
         out[i] = 0;
         return;
@@ -450,15 +464,8 @@ __device__ __forceinline__ void hist_row(const Row* r, const Geo& g, u32 wrap_x,
     if ((wrap_x && on_x) || (wrap_y && on_y)) return;
     const u32 span = ((x0 == 0 && x1 == g.w - 1) ? 1u : 0u) | ((y0 == 0 && y1 == g.h - 1) ? 2u : 0u);
     const u32 s = q.x;
-    if (span || s > HIST_CAP) {
-        const u32 t = atomicAdd(tail_n, 1u);
-        if (t < tail_cap) {
-            tail[2 * t] = s;
-            tail[2 * t + 1] = span;
-        }
-    } else {
-        atomicAdd(sh + s, 1u);
-    }
+    if (span || s > HIST_CAP) tail_append(tail, tail_cap, tail_n, s, span);
+    else atomicAdd(sh + s, 1u);
 }
 
 __device__ __forceinline__ void hist_clear(u32* sh) {
@@ -501,11 +508,7 @@ ana_hist_records(const u32* L, const Row* a, BrRec rec, Geo g, u32 wrap_x, u32 w
         if (i < ni) {
             const u32 s = rec_size(rec.a[i]);
             if (s > HIST_CAP) {
-                const u32 t = atomicAdd(tail_n, 1u);
-                if (t < tail_cap) {
-                    tail[2 * t] = s;
-                    tail[2 * t + 1] = 0;
-                }
+                tail_append(tail, tail_cap, tail_n, s, 0);
             } else {
                 atomicAdd(sh + s, 1u);
             }
@@ -519,25 +522,11 @@ ana_hist_records(const u32* L, const Row* a, BrRec rec, Geo g, u32 wrap_x, u32 w
 }
 
 // The size counts from the forest (bit runs, 32-bit, raw: br_local_counts, br_merge, br_flatten
-// with its sizes; no ranking, no records). Edge site i in ana_border's order: rows 0 and h - 1
-// (i < 2w), then columns 0 and w - 1; the lattice edge it lies on as an NS_* bit of sf's high
-// word.
-#define NS_LEFT 1u
-#define NS_RIGHT 2u
-#define NS_TOP 4u
-#define NS_BOTTOM 8u
+// with its sizes; no ranking, no records). The lattice edges a cluster touches go into sf's
+// high word as NS_* bits (border_site).
 __device__ __forceinline__ u32 ns_edge_site(const Geo& g, u32 i, u32* side) {
-    u32 y, x;
-    if (i < 2 * g.w) {
-        y = i < g.w ? 0 : g.h - 1;
-        x = i < g.w ? i : i - g.w;
-        *side = i < g.w ? NS_TOP : NS_BOTTOM;
-    } else {
-        const u32 j = i - 2 * g.w;
-        x = j < g.h ? 0 : g.w - 1;
-        y = j < g.h ? j : j - g.h;
-        *side = j < g.h ? NS_LEFT : NS_RIGHT;
-    }
+    u32 x, y;
+    *side = border_site(g, i, &x, &y);
     return y * g.w + x;
 }
 
@@ -550,9 +539,10 @@ __device__ __forceinline__ u32 ns_root(const u32* L, u32 site) {
 }
 
 // Every occupied edge site's side into its cluster's flags (read first: the large cluster meets
-// the edges at many sites). Grid: ceil(2(w + h) / 256) CTAs of 256.
+// the edges at many sites); with RN (periodic) the site's border index into RN at its global
+// root (ns_seam_nodes). Grid: ceil(2(w + h) / 256) CTAs of 256.
 extern "C" __global__ void __launch_bounds__(256)
-ns_edges(const site_t* __restrict__ in, const u32* L, Geo g, u64* sf) {
+ns_edges(const site_t* __restrict__ in, const u32* L, Geo g, u64* sf, u32* RN) {
     pdl_wait(); // (Gpu::launch_after)
     const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
     if (i >= 2 * (g.w + g.h)) return;
@@ -560,6 +550,8 @@ ns_edges(const site_t* __restrict__ in, const u32* L, Geo g, u64* sf) {
     const u32 site = ns_edge_site(g, i, &side);
     if (!occ_at(in, site)) return;
     const u32 R = ns_root(L, site);
+    // (Periodic: one of its edge sites, whichever stores last, is the piece's seam node.)
+    if (RN != nullptr) RN[R] = i;
     const u64 bit = (u64)side << 32;
     if (!(__ldcg(sf + R) & bit)) atomicOr((unsigned long long*)(sf + R), (unsigned long long)bit);
 }
@@ -618,5 +610,187 @@ ns_border(const site_t* __restrict__ in, const u32* L, Geo g, const u64* sf, u32
     o[2] = (f & NS_RIGHT) ? g.w - 1 : 0u;
     o[3] = (f & NS_TOP) ? 0u : 1u;
     o[4] = (f & NS_BOTTOM) ? g.h - 1 : 0u;
+}
+// The periodic seams' join on the device (ns_edges with RN, then ns_seam_nodes, ns_seam_link,
+// ns_seam_sum, ns_seam_count): the pieces that touch a wrapped edge are the nodes of a
+// union-find with shifts (src/measure/wrapping: Machta; Newman–Ziff), one node per piece, at the
+// border index (border_site) of one of its edge sites. The links are the host join's
+// (Joined::join_edges), one thread each; a link whose ends already share a root closes a loop,
+// and a loop whose shifts disagree makes the cluster wrap. A node's word packs its parent (low
+// 32 bits) and its shift relative to the parent (x, y as 16-bit integers): roots are hooked by
+// one 64-bit CAS, so a word is never seen half written. A shift beyond 16 bits (never met at
+// p_c: a tree's shifts are a few periods) sets hist[0], which the host reads as "join these
+// seams yourself" (ns_border's output is there for it); hist[0] is otherwise unused (sizes
+// start at 1). Per border entry: W (u64), SZ (u64), NO (u32: its piece's node, FULL for none),
+// FL (u32: wrap bits 1 = x, 2 = y; the NS_* edges << 4).
+#define SEAM_MAX 32767
+struct Seam {
+    u64* W;
+    u64* SZ;
+    u32* NO;
+    u32* FL;
+};
+
+__device__ __forceinline__ Seam seam_at(u64* base, u32 e) {
+    return Seam{base, base + e, (u32*)(base + 2 * (u64)e), (u32*)(base + 2 * (u64)e) + e};
+}
+
+__device__ __forceinline__ u64 seam_word(u32 parent, int dx, int dy) {
+    return (u64)parent | ((u64)(u16)(short)dx << 32) | ((u64)(u16)(short)dy << 48);
+}
+
+// Whether a piece with edge bits f lies on a wrapped edge (ns_hist leaves it to the join).
+__device__ __forceinline__ bool seam_piece(u32 f, u32 wrap_x, u32 wrap_y) {
+    return (wrap_x && (f & (NS_LEFT | NS_RIGHT))) || (wrap_y && (f & (NS_TOP | NS_BOTTOM)));
+}
+
+// The root of node x and x's shift relative to it; x's own word is pointed at the root after.
+__device__ __forceinline__ u32 seam_find(u64* W, u32 x, int* dx, int* dy) {
+    int sx = 0, sy = 0;
+    u32 r = x;
+    u64 v = __ldcg(W + r);
+    u32 hops = 0;
+    while ((u32)v != r) {
+        sx += (short)(u16)(v >> 32);
+        sy += (short)(u16)(v >> 48);
+        r = (u32)v;
+        v = __ldcg(W + r);
+        hops++;
+    }
+    // (A store of a true relation: x's position relative to an ancestor never changes.)
+    if (hops > 1 && abs(sx) <= SEAM_MAX && abs(sy) <= SEAM_MAX) W[x] = seam_word(r, sx, sy);
+    *dx = sx;
+    *dy = sy;
+    return r;
+}
+
+// Each occupied edge site of a piece on a wrapped edge: its piece's node (RN, claimed in
+// ns_edges by one of the piece's edge sites); the nodes start as roots of their own.
+extern "C" __global__ void __launch_bounds__(256)
+ns_seam_nodes(const site_t* __restrict__ in, const u32* L, Geo g, const u64* sf, const u32* RN,
+              u32 wrap_x, u32 wrap_y, u64* seam) {
+    pdl_wait(); // (Gpu::launch_after)
+    const u32 e = 2 * (g.w + g.h);
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= e) return;
+    const Seam s = seam_at(seam, e);
+    u32 side, node = FULL;
+    const u32 site = ns_edge_site(g, i, &side);
+    if (occ_at(in, site)) {
+        const u32 R = ns_root(L, site);
+        if (seam_piece((u32)(__ldcg(sf + R) >> 32), wrap_x, wrap_y)) node = RN[R];
+    }
+    s.NO[i] = node;
+    if (node == i) {
+        s.W[i] = seam_word(i, 0, 0);
+        s.SZ[i] = 0;
+        s.FL[i] = 0;
+    }
+}
+
+// The link "the shift of b's piece minus a's is (kx, ky)" (Joined::link, concurrently).
+__device__ __forceinline__ void seam_link(const Seam& s, u32* hist, u32 a, u32 b, int kx, int ky) {
+    a = s.NO[a];
+    b = s.NO[b];
+    if (a == FULL || b == FULL) return;
+    while (true) {
+        int ax, ay, bx, by;
+        const u32 ra = seam_find(s.W, a, &ax, &ay);
+        const u32 rb = seam_find(s.W, b, &bx, &by);
+        if (ra == rb) {
+            const u32 f = (bx - ax - kx != 0 ? 1u : 0u) | (by - ay - ky != 0 ? 2u : 0u);
+            if (f) atomicOr(s.FL + ra, f);
+            return;
+        }
+        int rx = kx - bx + ax, ry = ky - by + ay; // shift(rb) - shift(ra)
+        u32 root = ra, child = rb;
+        if (rb < ra) {
+            root = rb;
+            child = ra;
+            rx = -rx;
+            ry = -ry;
+        }
+        if (abs(rx) > SEAM_MAX || abs(ry) > SEAM_MAX) {
+            atomicOr(hist, 1u);
+            return;
+        }
+        const u64 was = seam_word(child, 0, 0);
+        if (atomicCAS((unsigned long long*)(s.W + child), (unsigned long long)was,
+                      (unsigned long long)seam_word(root, rx, ry)) == was)
+            return;
+        // Another link hooked `child` first: find again.
+    }
+}
+
+// The links across the wrapped edges, in Joined::join_edges' pairs: columns w - 1 and 0 (and
+// with 8-connectivity both diagonals, across the corner when y wraps too), rows h - 1 and 0
+// (and both diagonals). Thread t: t < 3h the x seam's straight, down and up links, then the y
+// seam's 3w. Border indices: row 0 at x, row h - 1 at w + x, column 0 at 2w + y, column w - 1
+// at 2w + h + y.
+extern "C" __global__ void __launch_bounds__(256)
+ns_seam_link(Geo g, u32 wrap_x, u32 wrap_y, u32 conn8, u64* seam, u32* hist) {
+    pdl_wait(); // (Gpu::launch_after)
+    const u32 w = g.w, h = g.h, e = 2 * (w + h);
+    const u32 t = blockIdx.x * blockDim.x + threadIdx.x;
+    if (t >= 3 * (w + h)) return;
+    const Seam s = seam_at(seam, e);
+    const u32 left = 2 * w, right = 2 * w + h, bottom = w;
+    if (t < 3 * h) {
+        if (!wrap_x) return;
+        const u32 kind = t / h, y = t - kind * h;
+        if (kind == 0) {
+            seam_link(s, hist, right + y, left + y, 1, 0);
+        } else if (conn8 && kind == 1) {
+            // right[y] with left[y + 1]; the last row's across the corner when y wraps.
+            if (y + 1 < h) seam_link(s, hist, right + y, left + y + 1, 1, 0);
+            else if (wrap_y) seam_link(s, hist, right + y, left, 1, 1);
+        } else if (conn8) {
+            if (y + 1 < h) seam_link(s, hist, left + y, right + y + 1, -1, 0);
+            else if (wrap_y) seam_link(s, hist, left + y, right, -1, 1);
+        }
+    } else {
+        if (!wrap_y) return;
+        const u32 u = t - 3 * h, kind = u / w, x = u - kind * w;
+        if (kind == 0) seam_link(s, hist, bottom + x, x, 0, 1);
+        else if (conn8 && kind == 1 && x + 1 < w) seam_link(s, hist, bottom + x, x + 1, 0, 1);
+        else if (conn8 && kind == 2 && x + 1 < w) seam_link(s, hist, bottom + x + 1, x, 0, 1);
+    }
+}
+
+// Each node's piece's size, edges and loop flags into its root.
+extern "C" __global__ void __launch_bounds__(256)
+ns_seam_sum(const u32* L, Geo g, const u64* sf, u64* seam) {
+    pdl_wait(); // (Gpu::launch_after)
+    const u32 e = 2 * (g.w + g.h);
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= e) return;
+    const Seam s = seam_at(seam, e);
+    if (s.NO[i] != i) return;
+    u32 side;
+    const u64 v = sf[ns_root(L, ns_edge_site(g, i, &side))];
+    int dx, dy;
+    const u32 r = seam_find(s.W, i, &dx, &dy);
+    atomicAdd((unsigned long long*)(s.SZ + r), (unsigned long long)(u32)v);
+    atomicOr(s.FL + r, s.FL[i] | ((u32)(v >> 32) << 4));
+}
+
+// Each joined cluster (a root node) into the histogram, or listed with (size, bits: 1 = spans
+// x, 2 = spans y, 4 = wraps x, 8 = wraps y) when larger than HIST_CAP or percolating; nothing
+// when the join overflowed (hist[0], the host joins).
+extern "C" __global__ void __launch_bounds__(256)
+ns_seam_count(Geo g, u32 wrap_x, u32 wrap_y, const u64* seam, u32* hist, u32* tail,
+              u32 tail_cap) {
+    pdl_wait(); // (Gpu::launch_after)
+    const u32 e = 2 * (g.w + g.h);
+    const u32 i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i >= e || __ldcg(hist) != 0) return;
+    const Seam s = seam_at(const_cast<u64*>(seam), e);
+    if (s.NO[i] != i || (u32)s.W[i] != i) return;
+    const u64 size = s.SZ[i];
+    const u32 f = s.FL[i], ns = f >> 4;
+    const u32 bits = (!wrap_x && (ns & NS_LEFT) && (ns & NS_RIGHT) ? 1u : 0u) |
+                     (!wrap_y && (ns & NS_TOP) && (ns & NS_BOTTOM) ? 2u : 0u) | ((f & 3u) << 2);
+    if (bits || size > HIST_CAP) tail_append(tail, tail_cap, hist + HIST_CAP + 1, (u32)size, bits);
+    else atomicAdd(hist + size, 1u);
 }
 #endif

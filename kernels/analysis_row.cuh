@@ -28,3 +28,13 @@ __device__ __forceinline__ void put_row(Row* r, u32 size, u32 x0, u32 x1, u32 y0
 __device__ __forceinline__ void put_empty(Row* r, bool moments) {
     put_row(r, 0, 0xffffffffu, 0, 0xffffffffu, 0, 0, 0, 0, 0, 0xffffffffu, moments);
 }
+
+// Lists a cluster one by one in a histogram's tail: (size, span bits: 1 = x, 2 = y) pairs,
+// *tail_n counting them (entries beyond tail_cap are dropped; the host checks the count).
+__device__ __forceinline__ void tail_append(u32* tail, u32 tail_cap, u32* tail_n, u32 s, u32 span) {
+    const u32 t = atomicAdd(tail_n, 1u);
+    if (t < tail_cap) {
+        tail[2 * t] = s;
+        tail[2 * t + 1] = span;
+    }
+}

@@ -844,11 +844,7 @@ struct BrCounts {
 
 // A cluster listed one by one: larger than HIST_CAP, or spanning (span bits 1 = x, 2 = y).
 __device__ __forceinline__ void ns_list(u32* hist, u32* tail, u32 tail_cap, u32 s, u32 span) {
-    const u32 k = atomicAdd(hist + HIST_CAP + 1, 1u);
-    if (k < tail_cap) {
-        tail[2 * k] = s;
-        tail[2 * k + 1] = span;
-    }
+    tail_append(tail, tail_cap, hist + HIST_CAP + 1, s, span);
 }
 
 // Sizes of the tile's components, after the forest's stores (every node's parent is its local
@@ -1617,69 +1613,104 @@ __device__ __forceinline__ idx_t mask_site(const Geo& g, u32 tiles_x, u32 i) {
 // points straight at it, so that every site is one step from its global root (sites point at
 // their local roots; an edge site that is a local root which the merge linked onward is in ER
 // itself). RB (canonical numbering, else null) gets the bit of each global root; with `globals`
-// (a raw write-once labeling, the size counts) ER keeps only those. With SF (the size counts,
-// else null) every other edge local root's size is added into its global root's: a thread's
-// run of roots of one cluster summed first, then the warp's lanes of one cluster (the large
-// cluster's roots are many, and one address takes its atomics one at a time). 2^split threads
-// a word, each taking 32 >> split of its bits: a small lattice has few words, and those of a
-// tile's first row hold several roots each, whose finds one thread would walk one after another.
-// Grid: ceil((32 * entries << split) / 256) CTAs of 256.
+// (a raw write-once labeling, the size counts) ER keeps only those. 2^split threads a word, each
+// taking 32 >> split of its bits: a small lattice has few words, and those of a tile's first row
+// hold several roots each, whose finds one thread would walk one after another. Grid: up to
+// ceil((32 * entries << split) / 256) CTAs of 256; fewer take consecutive stretches of 256
+// threads' words in turn.
+//
+// With SF (the size counts, else null) every other edge local root's size is added into its
+// global root's. At p_c a quarter of the edge local roots belong to the largest cluster, and one
+// address takes its atomics one at a time: a thread's run of roots of one cluster is summed
+// first, then the CTA's sums in a shared table keyed by global root (FL_SLOTS, linear probing;
+// a root that finds no slot adds straight into SF), which sends one atomic a root a CTA.
+#define FL_SLOTS 256u
+#define FL_PROBES 4u
+#define FL_EMPTY 0xffffffffu
+#if !LABEL64
+// Adds v into root R's entry of the CTA's table, or into SF when no slot takes it.
+__device__ __forceinline__ void fl_add(u32* key, u32* val, u64* SF, u32 R, u32 v) {
+    u32 h = (R * 2654435761u) >> 24; // FL_SLOTS = 2^8
+    for (u32 p = 0; p < FL_PROBES; p++, h = (h + 1) & (FL_SLOTS - 1)) {
+        const u32 k = key[h] == R ? R : atomicCAS(key + h, FL_EMPTY, R);
+        if (k == FL_EMPTY || k == R) {
+            atomicAdd(val + h, v);
+            return;
+        }
+    }
+    atomicAdd((unsigned long long*)(SF + R), (unsigned long long)v);
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(256)
 br_flatten(label_t* L, Geo g, u32* ER, u32* RB, u32 tiles_x, u32 entries, u32 split,
            u32 globals, u64* SF) {
     pdl_wait();
-    const u64 th = (u64)blockIdx.x * blockDim.x + threadIdx.x;
-    const u32 i = (u32)(th >> split);
-    const bool live = i < 32u * entries;
-    // (No early return with SF: the warp's lanes group their sums below.)
-    if (!live && SF == nullptr) return;
-    const u32 width = 32u >> split, part = (u32)th & ((1u << split) - 1u);
-    const u32 keep = width == 32u ? FULL : ((1u << width) - 1u) << (part * width);
-    u32 word = live ? ER[i] & keep : 0u;
-    const idx_t base = live ? mask_site(g, tiles_x, i) : 0;
-    u32 global = 0;
-    idx_t to = ~(idx_t)0; // the global root that `add` goes to
-    u64 add = 0;
-    while (word) {
-        const u32 b = __ffs(word) - 1;
-        word &= word - 1;
-        const idx_t r = base + b;
-        const label_t v = ld_cg(L + r);
-        if (v == r + 1) {
-            global |= 1u << b;
-            continue;
-        }
-        // Most edge components span two tiles: their local roots point at the global root
-        // already, and a store that changes nothing still costs a scattered sector.
-        const idx_t R = br_root(L, v - 1);
-        if (v != R + 1) L[r] = R + 1;
-        if (SF != nullptr) {
-            if (R != to) {
-                if (add) atomicAdd((unsigned long long*)(SF + to), (unsigned long long)add);
-                to = R;
-                add = 0;
-            }
-            add += (u32)SF[r];
-        }
+    const u64 total = (u64)(32u * entries) << split;
+    const u64 per = (u64)gridDim.x * blockDim.x;
+    const u32 rounds = (u32)((total + per - 1) / per);
+    const u32 width = 32u >> split;
+#if !LABEL64
+    __shared__ u32 s_key[FL_SLOTS], s_val[FL_SLOTS];
+    if (SF != nullptr) { // uniform
+        s_key[threadIdx.x] = FL_EMPTY;
+        s_val[threadIdx.x] = 0;
+        __syncthreads();
     }
-    if (SF != nullptr) {
-        const u32 same = __match_any_sync(FULL, (unsigned long long)to);
-#if __CUDA_ARCH__ >= 800
-        // (Sums below 2^31: the analysis's lattices have fewer sites.)
-        const u32 sum = __reduce_add_sync(same, (u32)add);
-        add = (threadIdx.x & 31) == __ffs(same) - 1u ? sum : 0u;
+    u32 to = FL_EMPTY; // the global root that `add` goes to
+    u32 add = 0;
 #endif
-        if (add) atomicAdd((unsigned long long*)(SF + to), (unsigned long long)add);
+    for (u32 round = 0; round < rounds; round++) {
+        const u64 th = ((u64)blockIdx.x * rounds + round) * blockDim.x + threadIdx.x;
+        const u32 i = (u32)(th >> split);
+        if (th >= total) break; // (the CTA's last stretch; the table's barrier is after the loop)
+        const u32 part = (u32)th & ((1u << split) - 1u);
+        const u32 keep = width == 32u ? FULL : ((1u << width) - 1u) << (part * width);
+        u32 word = ER[i] & keep;
+        const idx_t base = mask_site(g, tiles_x, i);
+        u32 global = 0;
+        while (word) {
+            const u32 b = __ffs(word) - 1;
+            word &= word - 1;
+            const idx_t r = base + b;
+            const label_t v = ld_cg(L + r);
+            if (v == r + 1) {
+                global |= 1u << b;
+                continue;
+            }
+            // Most edge components span two tiles: their local roots point at the global root
+            // already, and a store that changes nothing still costs a scattered sector.
+            const idx_t R = br_root(L, v - 1);
+            if (v != R + 1) L[r] = R + 1;
+#if !LABEL64
+            if (SF != nullptr) {
+                if (R != to) {
+                    if (add) fl_add(s_key, s_val, SF, to, add);
+                    to = R;
+                    add = 0;
+                }
+                add += (u32)SF[r]; // (sums below 2^31: the analysis's lattices are smaller)
+            }
+#endif
+        }
+        // A reduction: no thread waits for the word (a load and a store took a fifth of the pass).
+        if (RB != nullptr && global) atomicOr(RB + i, global);
+        if (globals) {
+            // ER keeps the global roots only (br_count_roots counts them; a count here, with an
+            // atomic a warp or a barrier, took a third to two thirds more time).
+            if (split) atomicAnd(ER + i, global | ~keep);
+            else if (global != ER[i]) ER[i] = global;
+        }
     }
-    if (!live) return;
-    // A reduction: no thread waits for the word (a load and a store took a fifth of the pass).
-    if (RB != nullptr && global) atomicOr(RB + i, global);
-    if (globals) {
-        // ER keeps the global roots only (br_count_roots counts them; a count here, with an
-        // atomic a warp or a barrier, took a third to two thirds more time).
-        if (split) atomicAnd(ER + i, global | ~keep);
-        else if (global != ER[i]) ER[i] = global;
+#if !LABEL64
+    if (SF != nullptr) {
+        if (add) fl_add(s_key, s_val, SF, to, add);
+        __syncthreads();
+        const u32 k = s_key[threadIdx.x];
+        if (k != FL_EMPTY)
+            atomicAdd((unsigned long long*)(SF + k), (unsigned long long)s_val[threadIdx.x]);
     }
+#endif
 }
 
 // Roots per (row, tile column) entry, in raster order: CNT[e] = the entry's first rank within its

@@ -28,6 +28,9 @@ const ANA_ROWS: u32 = 32;
 /// Words per edge site written by `ana_border`: its piece's label, then (for the size counts)
 /// the piece's size and bounding box, in a second array after all the labels.
 pub(crate) const BORDER_WORDS: usize = 6;
+/// Bytes per edge site of the size counts' seam join on the device (`kernels/analysis.cu`,
+/// `Seam`: a union-find word, a size, a node and flags).
+const SEAM_BYTES: usize = 24;
 
 /// One piece's accumulators, as the device keeps them (`struct Row` in `analysis.cu`): one
 /// 64-byte row per piece, so that a record's sums touch two 32-byte sectors and the host
@@ -99,6 +102,13 @@ pub(crate) struct DeviceAnalysis {
     slots: Option<u32>,
     /// `ana_border`'s output.
     border: DevBuf,
+    /// The size counts' seam join on the device (`ns_seam_*`): `SEAM_BYTES` per edge site.
+    seam: DevBuf,
+    /// Whether the last queued size counts join the periodic seams on the device.
+    pub(crate) seams_joined: bool,
+    /// Join the size counts' seams on the host, from `ns_border`'s output (the path taken when
+    /// the device's join overflows; its test sets it).
+    pub(crate) host_seams: bool,
     /// `hist[0..=HIST_CAP]`, then the tail count.
     hist: DevBuf,
     tail: DevBuf,
@@ -132,6 +142,9 @@ impl DeviceAnalysis {
             // rows' need more than bands', so this says whether bit runs runs at all.)
             slots: bit_runs::ana_slots(gpu.max_shared_optin, false),
             border: DevBuf::new(&gpu),
+            seam: DevBuf::new(&gpu),
+            seams_joined: false,
+            host_seams: false,
             hist: DevBuf::new(&gpu),
             tail: DevBuf::new(&gpu),
             tail_cap: 0,
@@ -221,15 +234,18 @@ impl DeviceAnalysis {
     pub(crate) fn prepare(&mut self, job: &Job, with_labels: bool, host_input: bool) -> Result<()> {
         self.engine.prepare(job)?;
         let n = job.sites();
-        self.acc.ensure(Self::capacity(job) * ROW_BYTES)?;
+        // (The size counts keep 8 bytes a site there, and a periodic join's 4 more.)
+        self.acc
+            .ensure((Self::capacity(job) * ROW_BYTES).max(12 * n))?;
         if job.family == Family::BitRuns {
             // Bit runs' label array is its forest, needed with or without labels.
             self.records
                 .ensure(16 + Self::capacity(job) * bit_runs::RECORD_BYTES)?;
             self.labels.ensure(n.max(1) * 4)?;
         }
-        self.border
-            .ensure(BORDER_WORDS * 4 * 2 * (job.height + job.width).max(1))?;
+        let edge_sites = 2 * (job.height + job.width).max(1);
+        self.border.ensure(BORDER_WORDS * 4 * edge_sites)?;
+        self.seam.ensure(SEAM_BYTES * edge_sites)?;
         self.hist.ensure((HIST_CAP + 2) * 4)?;
         // Clusters listed one by one: larger than HIST_CAP or spanning (at least min(h, w) sites).
         let tail_cap = n / (HIST_CAP + 1) + n / job.height.min(job.width).max(1) + 1;
@@ -262,10 +278,20 @@ impl DeviceAnalysis {
         let short = bit_runs
             && (self.records.bytes < 16 + cap * bit_runs::RECORD_BYTES
                 || self.labels.bytes < job.sites() * 4);
-        if self.acc.bytes < cap * ROW_BYTES || (hist && self.hist.bytes == 0) || short {
+        // (The edges' buffers follow h + w, which a lattice of as many sites may exceed.)
+        let edge_sites = 2 * (job.height + job.width).max(1);
+        let edges_short = self.border.bytes < BORDER_WORDS * 4 * edge_sites
+            || self.seam.bytes < SEAM_BYTES * edge_sites
+            || self.acc.bytes < 12 * job.sites();
+        if self.acc.bytes < cap * ROW_BYTES
+            || (hist && self.hist.bytes == 0)
+            || short
+            || edges_short
+        {
             self.prepare(job, false, false)?;
         }
         self.job = Some(*job);
+        self.seams_joined = false;
         if hist && bit_runs {
             return self.queue_counts(job, input, border);
         }

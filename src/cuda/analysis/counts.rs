@@ -8,6 +8,7 @@ use crate::cuda::canonical::Geo;
 use crate::cuda::engine::Job;
 use crate::cuda::runtime::kernel_args;
 use crate::cuda::Numbering;
+use crate::Connectivity;
 use crate::Result;
 use cudarc::driver::sys;
 
@@ -66,17 +67,26 @@ impl DeviceAnalysis {
             u32::from(self.boundary.wraps_y()),
         );
         let (hist, tail, tail_cap) = (self.hist.ptr, self.tail.ptr, self.tail_cap as u32);
+        // The seams' join on the device (periodic): each piece's node after the sizes (`acc`
+        // holds 12 bytes a site, prepare).
+        let device_join = border && !self.host_seams && seams_on_device(job);
+        self.seams_joined = device_join;
+        let seam_nodes = if device_join {
+            sf + 8 * job.sites() as u64
+        } else {
+            0
+        };
         // SAFETY: the arguments match the kernels' parameters; `input` and `labels` hold the
         // job's sites, `sf` 8 bytes a site (the accumulators, prepare), the edge-root mask
-        // `words` words, `hist` HIST_CAP + 2 words, `tail` 2 · tail_cap words and `border`
-        // BORDER_WORDS words per edge site (prepare). Each kernel waits for the one before it
+        // `words` words, `hist` HIST_CAP + 2 words, `tail` 2 · tail_cap words, `border`
+        // BORDER_WORDS words and `seam` SEAM_BYTES per edge site (prepare). Each kernel waits for the one before it
         // (`pdl_wait`) before it reads what that one wrote.
         unsafe {
             gpu.launch_after(
                 module.func("ns_edges"),
                 (items.div_ceil(256), 1, 1),
                 (256, 1, 1),
-                &mut kernel_args![input, labels, geo, sf],
+                &mut kernel_args![input, labels, geo, sf, seam_nodes],
             )?;
             gpu.launch_after(
                 module.func("ns_hist"),
@@ -95,7 +105,44 @@ impl DeviceAnalysis {
                     &mut kernel_args![input, labels, geo, sf, out],
                 )?;
             }
+            if device_join {
+                let (seam, conn8) = (
+                    self.seam.ptr,
+                    u32::from(self.connectivity == Connectivity::Eight),
+                );
+                let links = 3 * (geo.w + geo.h);
+                gpu.launch_after(
+                    module.func("ns_seam_nodes"),
+                    (items.div_ceil(256), 1, 1),
+                    (256, 1, 1),
+                    &mut kernel_args![input, labels, geo, sf, seam_nodes, wrap_x, wrap_y, seam],
+                )?;
+                gpu.launch_after(
+                    module.func("ns_seam_link"),
+                    (links.div_ceil(256), 1, 1),
+                    (256, 1, 1),
+                    &mut kernel_args![geo, wrap_x, wrap_y, conn8, seam, hist],
+                )?;
+                gpu.launch_after(
+                    module.func("ns_seam_sum"),
+                    (items.div_ceil(256), 1, 1),
+                    (256, 1, 1),
+                    &mut kernel_args![labels, geo, sf, seam],
+                )?;
+                gpu.launch_after(
+                    module.func("ns_seam_count"),
+                    (items.div_ceil(256), 1, 1),
+                    (256, 1, 1),
+                    &mut kernel_args![geo, wrap_x, wrap_y, seam, hist, tail, tail_cap],
+                )?;
+            }
         }
         Ok(())
     }
+}
+
+/// Whether the size counts join a periodic lattice's seams on the device: its kernels number
+/// the edge sites in 32 bits (beyond, `ns_border`'s output is joined on the host).
+fn seams_on_device(job: &Job) -> bool {
+    2 * (job.height + job.width) < 1 << 31
 }

@@ -6,8 +6,10 @@ use crate::core::id_hash::IdMap;
 
 impl CudaAnalyzer {
     /// Waits for the work queued by [`CudaAnalyzer::queue_size_counts`] and collects `n_s` and
-    /// the flags: the histogram (about 4 KiB), the listed large or spanning clusters and, on
-    /// periodic lattices, the edge sites' pieces, which are joined here.
+    /// the flags: the histogram (about 4 KiB) and the listed large or percolating clusters. On
+    /// periodic lattices the device joins the seams' pieces too, unless its shifts overflowed
+    /// (or the lattice's edges have 2^31 sites or more): the edge sites' pieces are then
+    /// downloaded and joined here.
     ///
     /// # Errors
     /// As [`CudaAnalyzer::finish_table`].
@@ -27,12 +29,13 @@ impl CudaAnalyzer {
         }
         let boundary = self.dev.boundary;
         let (wx, wy) = (boundary.wraps_x(), boundary.wraps_y());
-        if wx || wy {
-            // Comes with the histogram's wait.
-            self.dev.queue_border(true)?;
-        }
-        let (hist, tail) = self.dev.histogram()?;
-        // The sizes counted one by one: the listed clusters, then the joined ones.
+        let (mut hist, tail) = self.dev.histogram()?;
+        // hist[0] (no cluster has 0 sites): the device's seam join overflowed, or it did not
+        // run; the seams are then joined here, from `ns_border`'s output.
+        let host_join = (wx || wy) && (hist[0] != 0 || !self.dev.seams_joined);
+        hist[0] = 0;
+        // The sizes counted one by one: the listed clusters (with the device's join, the
+        // seams' too), then the ones joined here.
         let mut sizes: Vec<u64> = Vec::with_capacity(tail.len() / 2);
         for pair in tail.chunks_exact(2) {
             let s = u64::from(pair[0]);
@@ -40,14 +43,15 @@ impl CudaAnalyzer {
             if pair[1] != 0 {
                 out.percolating.push(PercolatingCluster {
                     size: s,
-                    wraps_x: false,
-                    wraps_y: false,
+                    wraps_x: pair[1] & 4 != 0,
+                    wraps_y: pair[1] & 8 != 0,
                     spans_x: pair[1] & 1 != 0,
                     spans_y: pair[1] & 2 != 0,
                 });
             }
         }
-        if wx || wy {
+        if host_join {
+            self.dev.queue_border(true)?;
             // The pieces on the seams, numbered densely. `border`: the edge sites' labels, then
             // five words per edge site: size, x_min, x_max, y_min, y_max.
             let b = self.dev.border(true)?;
@@ -198,7 +202,49 @@ pub(crate) fn merge_counts(hist: &[u32], sizes: impl IntoIterator<Item = u64>) -
 #[cfg(test)]
 mod tests {
     use super::merge_counts;
+    use super::*;
     use std::collections::BTreeMap;
+
+    /// The seams joined on the device equal those joined on the host from `ns_border`'s output
+    /// (the overflow's path): random lattices of one to several tiles (from below to far above
+    /// p_c, where clusters wrap), columns and rows, both connectivities, every wrapped boundary.
+    /// (`tests/size_counts.rs` compares the device's counts with the CPU's.)
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn seams_joined_on_the_device_equal_the_hosts() {
+        use rand::{RngExt, SeedableRng};
+        let mut rng = rand_mt::Mt64::seed_from_u64(7);
+        let mut lattices = Vec::new();
+        for (h, w) in [(1, 9), (7, 1), (2, 2), (33, 70), (300, 500), (1100, 2100)] {
+            for p in [0.3, 0.5927, 0.7, 0.95] {
+                lattices.push(Array2::from_shape_fn((h, w), |_| {
+                    u8::from(rng.random::<f64>() < p)
+                }));
+            }
+            lattices.push(Array2::from_shape_fn((h, w), |(y, _)| (y % 2) as u8));
+            lattices.push(Array2::from_shape_fn((h, w), |(_, x)| (x % 3 != 1) as u8));
+        }
+        for c in [Connectivity::Four, Connectivity::Eight] {
+            for b in [Boundary::Periodic, Boundary::PeriodicX, Boundary::PeriodicY] {
+                let mut gpu = CudaAnalyzer::new(0, c, b).expect("a CUDA device");
+                for (k, l) in lattices.iter().enumerate() {
+                    let what = format!("lattice {k} {:?} {c:?} {b:?}", l.dim());
+                    gpu.dev.host_seams = false;
+                    let device = gpu.size_counts(l.view()).unwrap();
+                    assert!(gpu.dev.seams_joined, "{what}");
+                    gpu.dev.host_seams = true;
+                    let host = gpu.size_counts(l.view()).unwrap();
+                    assert!(!gpu.dev.seams_joined, "{what}");
+                    assert_eq!(device, host, "{what}");
+                    assert_eq!(
+                        device.counts.iter().map(|&(s, n)| s * n).sum::<u64>(),
+                        l.iter().map(|&v| u64::from(v)).sum::<u64>(),
+                        "{what}: every site counted"
+                    );
+                }
+            }
+        }
+    }
 
     #[test]
     fn merged_counts_equal_an_ordered_map() {

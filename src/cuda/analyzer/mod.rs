@@ -17,10 +17,13 @@
 //!
 //! [`CudaAnalyzer::size_counts`] skips the table: a device-resident histogram of the sizes of
 //! the pieces off the periodic seams (exact up to 1024 sites, larger and spanning ones listed),
-//! plus the seam pieces joined on the host, gives `n_s` and the wrapping / spanning flags. On
-//! bit runs it runs the labeling's tiles and raw forest, not the table's: the tile pass counts
-//! its interior components and keeps each edge component's size, the flatten adds those into
-//! the global roots, and no ranking or records are made.
+//! plus the seam pieces joined across the periodic edges, gives `n_s` and the wrapping /
+//! spanning flags. On bit runs it runs the labeling's tiles and raw forest, not the table's: the
+//! tile pass counts its interior components and keeps each edge component's size, the flatten
+//! adds those into the global roots, and no ranking or records are made; the seams are joined on
+//! the device too, by a union-find with shifts over the pieces on the wrapped edges (the host
+//! joins them from the edge sites' pieces for the other families, and where the device's
+//! shifts would overflow 16 bits).
 //!
 //! [`CudaAnalyzer::analyze_all`] adds the perimeters, hulls and filled areas ([`Measures::All`])
 //! for lattices with open boundaries, on the device too ([`full`]). [`crate::Analyzer`] with a

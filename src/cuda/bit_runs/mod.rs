@@ -158,6 +158,10 @@ pub(crate) const KERNELS: &[&str] = &[
     "ns_edges",
     "ns_hist",
     "ns_border",
+    "ns_seam_nodes",
+    "ns_seam_link",
+    "ns_seam_sum",
+    "ns_seam_count",
 ];
 
 /// The kernels of the 64-bit build (no cluster analysis; `br_scan` scans the 64-bit ranks).
@@ -336,6 +340,19 @@ fn flatten_split(entries: u32) -> u32 {
     (0..3).find(|&s| words << s >= 1 << 20).unwrap_or(3)
 }
 
+/// `br_flatten`'s CTAs: a thread a word (or 2^split threads), or with the size counts up to 16
+/// stretches of 256 threads' words a CTA, keeping 1024 or more CTAs: each CTA sums its roots'
+/// sizes in a shared table first, so fewer CTAs send fewer atomics into the largest cluster's
+/// root (at p_c it holds a quarter of the edge local roots).
+fn flatten_ctas(entries: u32, split: u32, sizes: bool) -> u32 {
+    let ctas = ((32 * entries) << split).div_ceil(256);
+    if sizes {
+        ctas.div_ceil((ctas / 1024).clamp(1, 16))
+    } else {
+        ctas
+    }
+}
+
 /// Queues everything before `br_final`; with pieces, the tile pass writes the analysis records,
 /// with counts the sizes.
 fn queue(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers, extra: Extra<'_>) -> Result<()> {
@@ -475,7 +492,7 @@ fn queue(gpu: &Gpu, module: &Module, job: &Job, bufs: &Buffers, extra: Extra<'_>
         let split = flatten_split(entries);
         gpu.launch_after(
             module.func("br_flatten"),
-            (((32 * entries) << split).div_ceil(256), 1, 1),
+            (flatten_ctas(entries, split, sizes != 0), 1, 1),
             (256, 1, 1),
             &mut kernel_args![labels, geo, edge_roots, mask, tx, entries, split, globals, sizes],
         )?;
