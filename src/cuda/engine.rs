@@ -363,24 +363,16 @@ impl Engine {
         labels: sys::CUdeviceptr,
         pieces: &bit_runs::Pieces<'_>,
     ) -> Result<Buffers> {
-        if job.family != Family::BitRuns
-            || job.segments
-            || job.numbering != Numbering::Canonical
-            || job.labels != LabelWidth::U32
-        {
-            return Err(Error::InvalidArgument(
-                "bit runs' pieces are ranked occupancy clusters (32-bit)".into(),
-            ));
+        let bufs = self.bit_runs_job(
+            job,
+            input,
+            labels,
+            Numbering::Canonical,
+            "bit runs' pieces are ranked occupancy clusters (32-bit)",
+        )?;
+        if job.sites() > 0 {
+            bit_runs::run_pieces(&self.gpu, self.module(job)?, job, &bufs, pieces)?;
         }
-        self.ready(job)?;
-        self.count_width = job.labels;
-        let bufs = self.buffers(job, input, labels);
-        if job.sites() == 0 {
-            self.gpu.memset_zero(bufs.count, 4)?;
-            return Ok(bufs);
-        }
-        let module = self.module(job)?;
-        bit_runs::run_pieces(&self.gpu, module, job, &bufs, pieces)?;
         Ok(bufs)
     }
 
@@ -394,23 +386,43 @@ impl Engine {
         labels: sys::CUdeviceptr,
         counts: &bit_runs::Counts,
     ) -> Result<Buffers> {
+        let bufs = self.bit_runs_job(
+            job,
+            input,
+            labels,
+            Numbering::Raw,
+            "bit runs' size counts take raw occupancy clusters (32-bit)",
+        )?;
+        if job.sites() > 0 {
+            bit_runs::run_counts(&self.gpu, self.module(job)?, job, &bufs, counts)?;
+        }
+        Ok(bufs)
+    }
+
+    /// The checks and set-up of the analysis's bit-runs passes: `job` must be a 32-bit
+    /// occupancy job of bit runs numbered by `numbering` (else `what`, as an invalid argument);
+    /// it is prepared when needed and its buffers returned, the count zeroed for an empty one.
+    fn bit_runs_job(
+        &mut self,
+        job: &Job,
+        input: sys::CUdeviceptr,
+        labels: sys::CUdeviceptr,
+        numbering: Numbering,
+        what: &str,
+    ) -> Result<Buffers> {
         if job.family != Family::BitRuns
             || job.segments
-            || job.numbering != Numbering::Raw
+            || job.numbering != numbering
             || job.labels != LabelWidth::U32
         {
-            return Err(Error::InvalidArgument(
-                "bit runs' size counts take raw occupancy clusters (32-bit)".into(),
-            ));
+            return Err(Error::InvalidArgument(what.into()));
         }
         self.ready(job)?;
         self.count_width = job.labels;
         let bufs = self.buffers(job, input, labels);
         if job.sites() == 0 {
-            return Ok(bufs);
+            self.gpu.memset_zero(bufs.count, 4)?;
         }
-        let module = self.module(job)?;
-        bit_runs::run_counts(&self.gpu, module, job, &bufs, counts)?;
         Ok(bufs)
     }
 
