@@ -79,8 +79,8 @@ impl DeviceAnalysis {
         // SAFETY: the arguments match the kernels' parameters; `input` and `labels` hold the
         // job's sites, `sf` 8 bytes a site (the accumulators, prepare), the edge-root mask
         // `words` words, `hist` HIST_CAP + 2 words, `tail` 2 · tail_cap words, `border`
-        // BORDER_WORDS words and `seam` SEAM_BYTES per edge site (prepare). Each kernel waits for the one before it
-        // (`pdl_wait`) before it reads what that one wrote.
+        // BORDER_WORDS words and `seam` SEAM_BYTES per edge site (prepare). Each kernel waits
+        // for the one before it (`pdl_wait`) before it reads what that one wrote.
         unsafe {
             gpu.launch_after(
                 module.func("ns_edges"),

@@ -201,7 +201,6 @@ pub(crate) fn merge_counts(hist: &[u32], sizes: impl IntoIterator<Item = u64>) -
 
 #[cfg(test)]
 mod tests {
-    use super::merge_counts;
     use super::*;
     use std::collections::BTreeMap;
 
