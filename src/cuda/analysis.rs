@@ -106,6 +106,8 @@ pub(crate) struct DeviceAnalysis {
     seam: DevBuf,
     /// Whether the last queued size counts join the periodic seams on the device.
     pub(crate) seams_joined: bool,
+    /// Whether the last queued size counts wrote `ns_border`'s output (the host's join needs it).
+    pub(crate) seams_border: bool,
     /// Join the size counts' seams on the host, from `ns_border`'s output (the path taken when
     /// the device's join overflows; its test sets it).
     pub(crate) host_seams: bool,
@@ -144,6 +146,7 @@ impl DeviceAnalysis {
             border: DevBuf::new(&gpu),
             seam: DevBuf::new(&gpu),
             seams_joined: false,
+            seams_border: false,
             host_seams: false,
             hist: DevBuf::new(&gpu),
             tail: DevBuf::new(&gpu),
@@ -292,6 +295,7 @@ impl DeviceAnalysis {
         }
         self.job = Some(*job);
         self.seams_joined = false;
+        self.seams_border = false;
         if hist && bit_runs {
             return self.queue_counts(job, input, border);
         }

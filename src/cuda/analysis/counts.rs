@@ -71,6 +71,10 @@ impl DeviceAnalysis {
         // holds 12 bytes a site, prepare).
         let device_join = border && !self.host_seams && seams_on_device(job);
         self.seams_joined = device_join;
+        // `ns_border` only where the host may have to join: without the device's join, or where
+        // its shifts could overflow (they cannot below SEAM_MAX, `seams_cannot_overflow`).
+        let border = border && !(device_join && seams_cannot_overflow(job));
+        self.seams_border = border;
         let seam_nodes = if device_join {
             sf + 8 * job.sites() as u64
         } else {
@@ -145,4 +149,17 @@ impl DeviceAnalysis {
 /// the edge sites in 32 bits (beyond, `ns_border`'s output is joined on the host).
 fn seams_on_device(job: &Job) -> bool {
     2 * (job.height + job.width) < 1 << 31
+}
+
+/// The largest shift `ns_seam_*` packs (16-bit signed, per direction: `SEAM_MAX` in
+/// `kernels/analysis.cu`).
+const SEAM_MAX: usize = 32767;
+
+/// Whether the device's seam join cannot overflow its 16-bit shifts. A node's shift relative to
+/// its root is the sum of the ±1 steps along the path that joined them, a path through distinct
+/// pieces. Pieces touching column 0 are separated along it by an empty site, so at most
+/// ⌈h / 2⌉ touch it and as many column w − 1; a path's x-steps, each between two of those, are
+/// fewer than 2⌈h / 2⌉, so |x shift| ≤ h (|y shift| ≤ w likewise).
+fn seams_cannot_overflow(job: &Job) -> bool {
+    job.height <= SEAM_MAX && job.width <= SEAM_MAX
 }

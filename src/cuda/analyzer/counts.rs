@@ -33,6 +33,12 @@ impl CudaAnalyzer {
         // hist[0] (no cluster has 0 sites): the device's seam join overflowed, or it did not
         // run; the seams are then joined here, from `ns_border`'s output.
         let host_join = (wx || wy) && (hist[0] != 0 || !self.dev.seams_joined);
+        if host_join && !self.dev.seams_border {
+            // (The shifts' bound, seams_cannot_overflow, makes this unreachable.)
+            return Err(Error::Cuda(
+                "the device's seam join overflowed where it cannot".into(),
+            ));
+        }
         hist[0] = 0;
         // The sizes counted one by one: the listed clusters (with the device's join, the
         // seams' too), then the ones joined here.
@@ -231,9 +237,10 @@ mod tests {
                     gpu.dev.host_seams = false;
                     let device = gpu.size_counts(l.view()).unwrap();
                     assert!(gpu.dev.seams_joined, "{what}");
+                    assert!(!gpu.dev.seams_border, "{what}: ns_border skipped");
                     gpu.dev.host_seams = true;
                     let host = gpu.size_counts(l.view()).unwrap();
-                    assert!(!gpu.dev.seams_joined, "{what}");
+                    assert!(!gpu.dev.seams_joined && gpu.dev.seams_border, "{what}");
                     assert_eq!(device, host, "{what}");
                     assert_eq!(
                         device.counts.iter().map(|&(s, n)| s * n).sum::<u64>(),
