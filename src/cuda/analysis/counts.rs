@@ -94,7 +94,7 @@ impl DeviceAnalysis {
             )?;
             gpu.launch_after(
                 module.func("ns_hist"),
-                (words.div_ceil(256).clamp(1, gpu.sms.max(1) * 4), 1, 1),
+                ((words / 4).div_ceil(256).clamp(1, gpu.sms.max(1) * 8), 1, 1),
                 (256, 1, 1),
                 &mut kernel_args![
                     edge_roots, sf, geo, tiles_x, words, wrap_x, wrap_y, hist, tail, tail_cap
