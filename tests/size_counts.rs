@@ -311,3 +311,131 @@ fn winding_not_extent() {
         .unwrap();
     check_against(&table, &counts, "spiral");
 }
+
+/// The bound that lets the GPU's seam join skip its fallback data below 32768 sites a side
+/// (`seams_cannot_overflow`, src/cuda/analysis/counts.rs): joining a torus's edge pieces by a
+/// union-find with shifts, links taken in random order, no node's shift relative to its root
+/// ever exceeds h periods in x or w in y. A model of that join, not the kernel: the pieces are
+/// the open lattice's clusters, the links the wrap neighbours, as `Joined::join_edges` takes
+/// them. Random lattices around p_c and winding stripes (the shifts' worst case), both
+/// connectivities.
+#[test]
+fn seam_join_shifts_are_bounded_by_the_side() {
+    let mut r = rng(20261207);
+    let mut cases: Vec<Array2<u8>> = Vec::new();
+    for (h, w) in [(1, 7), (7, 1), (2, 2), (5, 9), (16, 16), (40, 23)] {
+        for p in [0.3, 0.5927, 0.7, 0.9, 1.0] {
+            for _ in 0..4 {
+                cases.push(random_lattice(h, w, p, &mut r));
+            }
+        }
+    }
+    for (h, w) in [(40, 40), (64, 20), (20, 64)] {
+        for k in 1..6 {
+            for width in 1..3 {
+                cases.push(Array2::from_shape_fn((h, w), |(y, x)| {
+                    u8::from((x + k * (h - y)) % (2 * width + 1) < width)
+                }));
+            }
+        }
+    }
+    let mut reached = (0f64, 0f64);
+    for c in CONNECTIVITIES {
+        for l in &cases {
+            let (h, w) = l.dim();
+            let labels = Labeler::new(c, Boundary::Open).label(l.view()).unwrap();
+            let lab = labels.array();
+            // (y, x) of a wrap link's two ends and the period it crosses.
+            let mut links = Vec::new();
+            for y in 0..h {
+                links.push(((y, w - 1), (y, 0), (1i64, 0i64)));
+                if c == Connectivity::Eight {
+                    links.push(((y, w - 1), ((y + 1) % h, 0), (1, i64::from(y + 1 == h))));
+                    links.push(((y, 0), ((y + 1) % h, w - 1), (-1, i64::from(y + 1 == h))));
+                }
+            }
+            for x in 0..w {
+                links.push(((h - 1, x), (0, x), (0, 1)));
+                if c == Connectivity::Eight && x + 1 < w {
+                    links.push(((h - 1, x), (0, x + 1), (0, 1)));
+                    links.push(((h - 1, x + 1), (0, x), (0, 1)));
+                }
+            }
+            for i in (1..links.len()).rev() {
+                links.swap(i, r.random_range(0..=i));
+            }
+            // Node = piece label; word = (parent, shift relative to the parent).
+            let mut parent: Vec<(usize, i64, i64)> =
+                (0..=labels.count()).map(|i| (i, 0, 0)).collect();
+            let mut most = (0i64, 0i64);
+            let mut find = |parent: &mut Vec<(usize, i64, i64)>, a: usize| {
+                let (mut n, mut sx, mut sy) = (a, 0, 0);
+                while parent[n].0 != n {
+                    sx += parent[n].1;
+                    sy += parent[n].2;
+                    n = parent[n].0;
+                    most = (most.0.max(sx.abs()), most.1.max(sy.abs()));
+                }
+                parent[a] = (n, sx, sy);
+                (n, sx, sy)
+            };
+            // A loop whose shifts do not cancel makes its cluster wrap (by piece, then root).
+            let mut wraps = vec![(false, false); parent.len()];
+            for (a, b, (kx, ky)) in links {
+                let (la, lb) = (lab[a] as usize, lab[b] as usize);
+                if la == 0 || lb == 0 {
+                    continue;
+                }
+                let (ra, ax, ay) = find(&mut parent, la);
+                let (rb, bx, by) = find(&mut parent, lb);
+                // b's piece sits one period (kx, ky) beyond a's: rb relative to ra.
+                let (dx, dy) = (ax + kx - bx, ay + ky - by);
+                if ra == rb {
+                    wraps[ra].0 |= dx != 0;
+                    wraps[ra].1 |= dy != 0;
+                } else if rb > ra {
+                    parent[rb] = (ra, dx, dy);
+                } else {
+                    parent[ra] = (rb, -dx, -dy);
+                }
+            }
+            // The model is a seam join: its clusters' sizes and wrap flags are the CPU's.
+            let mut joined = vec![(0u64, false, false); parent.len()];
+            for v in lab.iter().filter(|&&v| v != 0) {
+                let (root, _, _) = find(&mut parent, *v as usize);
+                joined[root].0 += 1;
+            }
+            for (n, &(wx, wy)) in wraps.iter().enumerate().skip(1) {
+                let (root, _, _) = find(&mut parent, n);
+                joined[root].1 |= wx;
+                joined[root].2 |= wy;
+            }
+            let mut got: Vec<(u64, bool, bool)> = joined
+                .into_iter()
+                .filter(|&(s, x, y)| s > 0 && (x || y))
+                .collect();
+            got.sort_unstable();
+            let mut want = SizeCounts::new();
+            Labeler::new(c, Boundary::Periodic)
+                .size_counts_into(l.view(), &mut want)
+                .unwrap();
+            let mut want: Vec<(u64, bool, bool)> = want
+                .percolating
+                .iter()
+                .filter(|p| p.wraps_x || p.wraps_y)
+                .map(|p| (p.size, p.wraps_x, p.wraps_y))
+                .collect();
+            want.sort_unstable();
+            assert_eq!(got, want, "{h}×{w} {c}: the model's wrapping clusters");
+            assert!(
+                most.0 <= h as i64 && most.1 <= w as i64,
+                "{h}×{w} {c}: {most:?}"
+            );
+            reached.0 = reached.0.max(most.0 as f64 / h as f64);
+            reached.1 = reached.1.max(most.1 as f64 / w as f64);
+        }
+    }
+    // The bound is not vacuous: some lattice's shifts come close to it.
+    assert!(reached.0 >= 0.5 && reached.1 >= 0.5, "{reached:?}");
+    eprintln!("largest |x shift| / h, |y shift| / w: {reached:?}");
+}

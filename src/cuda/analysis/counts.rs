@@ -159,7 +159,8 @@ const SEAM_MAX: usize = 32767;
 /// its root is the sum of the ±1 steps along the path that joined them, a path through distinct
 /// pieces. Pieces touching column 0 are separated along it by an empty site, so at most
 /// ⌈h / 2⌉ touch it and as many column w − 1; a path's x-steps, each between two of those, are
-/// fewer than 2⌈h / 2⌉, so |x shift| ≤ h (|y shift| ≤ w likewise).
+/// fewer than 2⌈h / 2⌉, so |x shift| ≤ h (|y shift| ≤ w likewise; a model of the join checks
+/// it in `tests/size_counts.rs`, `seam_join_shifts_are_bounded_by_the_side`).
 fn seams_cannot_overflow(job: &Job) -> bool {
     job.height <= SEAM_MAX && job.width <= SEAM_MAX
 }
