@@ -632,8 +632,9 @@ ns_border(const site_t* __restrict__ in, const u32* L, Geo g, const u64* sf, u32
 // one 64-bit CAS, so a word is never seen half written. A shift beyond 16 bits (impossible
 // below 32768 sites a side: seams_cannot_overflow in src/cuda/analysis/counts.rs) sets hist[0],
 // which the host reads as "join these seams yourself" (ns_border's output is there for it on
-// such lattices); hist[0] is otherwise unused (sizes start at 1). Per border entry: W (u64), SZ (u64), NO (u32: its piece's node, FULL for none),
-// FL (u32: wrap bits 1 = x, 2 = y; the NS_* edges << 4).
+// such lattices); hist[0] is otherwise unused (sizes start at 1). Per border entry: W (u64),
+// SZ (u64), NO (u32: its piece's node, FULL for none), FL (u32: wrap bits 1 = x, 2 = y; the
+// NS_* edges << 4).
 #define SEAM_MAX 32767
 struct Seam {
     u64* W;

@@ -73,8 +73,8 @@ impl DeviceAnalysis {
         self.seams_joined = device_join;
         // `ns_border` only where the host may have to join: without the device's join, or where
         // its shifts could overflow (they cannot below SEAM_MAX, `seams_cannot_overflow`).
-        let border = border && !(device_join && seams_cannot_overflow(job));
-        self.seams_border = border;
+        let border_out = border && !(device_join && seams_cannot_overflow(job));
+        self.seams_border = border_out;
         let seam_nodes = if device_join {
             sf + 8 * job.sites() as u64
         } else {
@@ -100,7 +100,7 @@ impl DeviceAnalysis {
                     edge_roots, sf, geo, tiles_x, words, wrap_x, wrap_y, hist, tail, tail_cap
                 ],
             )?;
-            if border {
+            if border_out {
                 let out = self.border.ptr;
                 gpu.launch_after(
                     module.func("ns_border"),
