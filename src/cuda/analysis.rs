@@ -111,10 +111,12 @@ pub(crate) struct DeviceAnalysis {
     /// Join the size counts' seams on the host, from `ns_border`'s output (the path taken when
     /// the device's join overflows; its test sets it).
     pub(crate) host_seams: bool,
-    /// `hist[0..=HIST_CAP]`, then the tail count.
+    /// `hist[0..=HIST_CAP]`, the tail count, then the tail's `tail_cap` pairs (`tail_ptr`): one
+    /// buffer, so that one copy brings the histogram and the tail's start (`histogram`).
     hist: DevBuf,
-    tail: DevBuf,
     tail_cap: usize,
+    /// Where `histogram` downloads to.
+    hist_host: PinnedBuf,
     /// The job of the last queued run.
     pub job: Option<Job>,
 }
@@ -149,8 +151,8 @@ impl DeviceAnalysis {
             seams_border: false,
             host_seams: false,
             hist: DevBuf::new(&gpu),
-            tail: DevBuf::new(&gpu),
             tail_cap: 0,
+            hist_host: PinnedBuf::new(&gpu.ctx),
             engine: Engine::new(gpu),
             connectivity,
             boundary,
@@ -249,10 +251,9 @@ impl DeviceAnalysis {
         let edge_sites = 2 * (job.height + job.width).max(1);
         self.border.ensure(BORDER_WORDS * 4 * edge_sites)?;
         self.seam.ensure(SEAM_BYTES * edge_sites)?;
-        self.hist.ensure((HIST_CAP + 2) * 4)?;
         // Clusters listed one by one: larger than HIST_CAP or spanning (at least min(h, w) sites).
         let tail_cap = n / (HIST_CAP + 1) + n / job.height.min(job.width).max(1) + 1;
-        self.tail.ensure(tail_cap * 8)?;
+        self.hist.ensure((HIST_CAP + 2) * 4 + tail_cap * 8)?;
         self.tail_cap = tail_cap;
         if with_labels {
             self.labels.ensure(n * 4)?;
@@ -418,7 +419,7 @@ impl DeviceAnalysis {
                     u32::from(self.boundary.wraps_y()),
                 );
                 let hist = self.hist.ptr;
-                let tail = self.tail.ptr;
+                let tail = self.tail_ptr();
                 let tail_cap = self.tail_cap as u32;
                 let tail_n = hist + (HIST_CAP as u64 + 1) * 4;
                 if bit_runs {
@@ -576,20 +577,6 @@ impl DeviceAnalysis {
             ));
         }
         Ok(self.border_host.slice_mut::<u32>(words))
-    }
-
-    /// The histogram (`hist[s]` for `s <= HIST_CAP`) and the listed `(size, span bits)`.
-    pub(crate) fn histogram(&self) -> Result<(Vec<u32>, Vec<u32>)> {
-        let h: Vec<u32> = self.download(self.hist.ptr, HIST_CAP + 2)?;
-        let tail_n = h[HIST_CAP + 1] as usize;
-        if tail_n > self.tail_cap {
-            return Err(Error::Cuda(format!(
-                "the GPU size histogram listed {tail_n} clusters, more than its {} slots",
-                self.tail_cap
-            )));
-        }
-        let tail = self.download(self.tail.ptr, 2 * tail_n)?;
-        Ok((h, tail))
     }
 
     /// The piece labels written by the last run (`n` sites).

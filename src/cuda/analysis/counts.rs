@@ -6,10 +6,13 @@ use super::{DeviceAnalysis, HIST_CAP};
 use crate::cuda::bit_runs;
 use crate::cuda::canonical::Geo;
 use crate::cuda::engine::Job;
+use crate::cuda::runtime::cuda_err;
 use crate::cuda::runtime::kernel_args;
 use crate::cuda::Numbering;
 use crate::Connectivity;
+use crate::Error;
 use crate::Result;
+use cudarc::driver::result as dres;
 use cudarc::driver::sys;
 
 impl DeviceAnalysis {
@@ -43,7 +46,7 @@ impl DeviceAnalysis {
         let counts = bit_runs::Counts {
             sf: self.acc.ptr,
             hist: self.hist.ptr,
-            tail: self.tail.ptr,
+            tail: self.tail_ptr(),
             tail_cap: self.tail_cap as u32,
         };
         debug_assert!(self.acc.bytes >= job.sites() * 8);
@@ -66,7 +69,7 @@ impl DeviceAnalysis {
             u32::from(self.boundary.wraps_x()),
             u32::from(self.boundary.wraps_y()),
         );
-        let (hist, tail, tail_cap) = (self.hist.ptr, self.tail.ptr, self.tail_cap as u32);
+        let (hist, tail, tail_cap) = (self.hist.ptr, self.tail_ptr(), self.tail_cap as u32);
         // The seams' join on the device (periodic): each piece's node after the sizes (`acc`
         // holds 12 bytes a site, prepare).
         let device_join = border && !self.host_seams && seams_on_device(job);
@@ -142,6 +145,60 @@ impl DeviceAnalysis {
             }
         }
         Ok(())
+    }
+
+    /// The listed clusters' `(size, span bits)` pairs, after the histogram in `hist`.
+    pub(super) fn tail_ptr(&self) -> sys::CUdeviceptr {
+        self.hist.ptr + (HIST_CAP as u64 + 2) * 4
+    }
+
+    /// Waits for the queued counts and returns the histogram (`hist[s]` for `s <= HIST_CAP`,
+    /// then the tail count) and the listed `(size, span bits)` pairs. One copy brings the
+    /// histogram and the tail's first `TAIL_AHEAD` pairs, a second the rest, if any: each
+    /// copy is a round trip that cost about as much as the host's work on the counts.
+    pub(crate) fn histogram(&mut self) -> Result<(Vec<u32>, Vec<u32>)> {
+        /// Pairs fetched with the histogram (a 16384² lattice at p_c lists about 4000).
+        const TAIL_AHEAD: usize = 8192;
+        let head = HIST_CAP + 2;
+        let ahead = self.tail_cap.min(TAIL_AHEAD);
+        let stream = self.engine.gpu.stream.cu_stream();
+        self.hist_host.ensure((head + 2 * ahead) * 4)?;
+        let host = self.hist_host.slice_mut::<u32>(head + 2 * ahead);
+        // SAFETY: `hist` holds `head` words and then `2 · tail_cap` (prepare), `host` the copy's
+        // words; the copy is complete after the synchronisation that follows, before `host` is
+        // read.
+        unsafe {
+            dres::memcpy_dtoh_async(host, self.hist.ptr, stream)
+                .map_err(|e| cuda_err("copying the size histogram from the GPU", e))?;
+        }
+        self.engine.gpu.sync()?;
+        let host = self.hist_host.slice_mut::<u32>(head + 2 * ahead);
+        let tail_n = host[HIST_CAP + 1] as usize;
+        if tail_n > self.tail_cap {
+            return Err(Error::Cuda(format!(
+                "the GPU size histogram listed {tail_n} clusters, more than its {} slots",
+                self.tail_cap
+            )));
+        }
+        let hist = host[..head].to_vec();
+        let mut tail = host[head..head + 2 * tail_n.min(ahead)].to_vec();
+        if tail_n > ahead {
+            let rest = 2 * (tail_n - ahead);
+            self.hist_host.ensure(rest * 4)?;
+            let host = self.hist_host.slice_mut::<u32>(rest);
+            // SAFETY: as above; the listed pairs after the first copy's.
+            unsafe {
+                dres::memcpy_dtoh_async(
+                    host,
+                    self.hist.ptr + (head + 2 * ahead) as u64 * 4,
+                    stream,
+                )
+                .map_err(|e| cuda_err("copying the size histogram from the GPU", e))?;
+            }
+            self.engine.gpu.sync()?;
+            tail.extend_from_slice(self.hist_host.slice_mut::<u32>(rest));
+        }
+        Ok((hist, tail))
     }
 }
 
