@@ -42,16 +42,25 @@ pub(crate) fn nvrtc_version() -> Result<String> {
 
 /// NVRTC options beyond the architecture: `--generate-line-info` when
 /// `CLUSTERLAB_NVRTC_LINEINFO=1`, so that a profiler (`ncu --import-source`) can place a kernel's
-/// time on its source lines. Off by default; it is part of the disk cache's key.
+/// time on its source lines; and the whitespace-separated options of `CLUSTERLAB_NVRTC_DEFINES`
+/// (say `-DLOCAL_MINB=3`), so that one binary can time a kernel's compile-time choices against
+/// each other. Off by default; they are part of the disk cache's key.
 pub(crate) fn extra_options() -> &'static [&'static str] {
     static OPTS: std::sync::OnceLock<Vec<&'static str>> = std::sync::OnceLock::new();
     OPTS.get_or_init(|| {
         let on = std::env::var("CLUSTERLAB_NVRTC_LINEINFO").is_ok_and(|v| v == "1");
-        if on {
+        let mut v: Vec<&'static str> = if on {
             vec!["--generate-line-info"]
         } else {
             Vec::new()
+        };
+        if let Ok(d) = std::env::var("CLUSTERLAB_NVRTC_DEFINES") {
+            v.extend(
+                d.split_whitespace()
+                    .map(|s| &*Box::leak(s.to_string().into_boxed_str())),
+            );
         }
+        v
     })
 }
 
