@@ -847,6 +847,12 @@ __device__ __forceinline__ void ns_list(u32* hist, u32* tail, u32 tail_cap, u32 
     tail_append(tail, tail_cap, hist + HIST_CAP + 1, s, span);
 }
 
+// CNT_WORDS selects br_counts: 0 a thread a node (timed), 1 a lane a word (written in the
+// thirteenth session and not yet run on a GPU: CLUSTERLAB_NVRTC_DEFINES=-DCNT_WORDS=1 tries it).
+#ifndef CNT_WORDS
+#define CNT_WORDS 0
+#endif
+#if !CNT_WORDS
 // Sizes of the tile's components, after the forest's stores (every node's parent is its local
 // root: br_label_tile without `lazy`). A root's parent field becomes its size (a tile has at
 // most 2^15 sites, so 16 bits hold it): the roots clear it, every node adds its run's sites, a
@@ -856,7 +862,8 @@ __device__ __forceinline__ void ns_list(u32* hist, u32* tail, u32 tail_cap, u32 
 // s), or listed when larger; an edge component's size goes to its local root's `sf`, flags 0.
 template <bool BAND>
 __device__ __forceinline__ void br_counts(u32* sm, const Geo& g, const BrTile& t, u32 nodes,
-                                          u32 mine, const BrCounts& c) {
+                                          u32 mine, const BrCounts& c, bool lazy) {
+    (void)lazy; // (never lazy: CNT_WORDS=0 flattens)
     u32* ent = sm;
     u32* sh = sm + OFF_RMASK;
     const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
@@ -912,6 +919,116 @@ __device__ __forceinline__ void br_counts(u32* sm, const Geo& g, const BrTile& t
     for (u32 i = threadIdx.x; i < HIST_CAP; i += BR_THREADS)
         if (sh[i]) atomicAdd(c.hist + i + 1, sh[i]);
 }
+#else
+// Sizes of the tile's components, after the forest's stores (a root's parent field is its own
+// number; every other node's parent is its root, or with `lazy` a tree root whose parent is its
+// root, br_label_tile's two-load find: no pass points every node at its root). A warp takes a
+// row of nodes (a band with BAND), a lane its word: the sites before a run start are a scan of
+// the words' popcounts plus those below the start in its word, and a run's size is the
+// difference between its start's count and the next start's (the sites between are empty, or
+// the run's own with segments), with no search for a node's run. A lane sums its consecutive
+// runs of one root and adds each sum into the root's parent field (which becomes its number +
+// its size: a tile has at most 2^15 sites and 2^14 nodes, so 16 bits hold it), the lanes' last
+// sums of one root summed across the warp first (a large component's runs cross words). Roots
+// are told from the mask of `mine` (in the root masks' words, which the size counts leave
+// unused). Then an interior component, a whole cluster that neither wraps nor spans, is counted
+// in a shared histogram in the root masks' words (sh[s - 1] counts size s), or listed when
+// larger; an edge component's size goes to its local root's `sf`, flags 0.
+template <bool BAND>
+__device__ __forceinline__ void br_counts(u32* sm, const Geo& g, const BrTile& t, u32 nodes,
+                                          u32 mine, const BrCounts& c, bool lazy) {
+    u32* ent = sm;
+    u32* sh = sm + OFF_RMASK;
+    u32* is_root = sm + OFF_RMASK; // bit n: node n is a local root (MAXN / 32 words)
+    const u32* excl_pl = sm + OFF_EXCL;
+    const u32* rowbase = sm + OFF_ROWBASE;
+    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    // A warp's nodes k are 32 consecutive ones, one mask word.
+    for (u32 k = 0; 32u * warp + BR_THREADS * k < nodes; k++) {
+        const u32 w = __ballot_sync(FULL, (mine >> k) & 1u);
+        if (lane == 0) is_root[warp + BR_WARPS * k] = w;
+    }
+    __syncthreads(); // the root bits; the stores of ER and of the forest read the nodes
+    constexpr u32 ROWS = BAND ? NB : TH;
+    for (u32 r = warp; r < ROWS; r += BR_WARPS) { // uniform across the warp
+        u32 a, b, rs;
+        if (BAND) {
+            a = plane(sm, P_OCC, 2u * r)[lane];
+            b = plane(sm, P_OCC, 2u * r + 1u)[lane];
+            rs = band_occ(sm, r)[lane] & ~band_jl(sm, r)[lane];
+        } else {
+            a = plane(sm, P_OCC, r)[lane];
+            b = 0u;
+            rs = a & ~plane(sm, P_JL, r)[lane];
+        }
+        const u32 cnt = __popc(a) + __popc(b);
+        const u32 incl = warp_incl_scan(cnt, lane);
+        const u32 base = incl - cnt;
+        // Sites before the word's first start, and before the next word's with a start (or the
+        // row's total): where this word's last run ends.
+        const u32 below0 = (rs & (0u - rs)) - 1u;
+        const u32 first = base + __popc(a & below0) + __popc(b & below0);
+        const u32 later = __ballot_sync(FULL, rs != 0u) & ~le_mask(lane);
+        const u32 nxt = __shfl_sync(FULL, first, later ? __ffs(later) - 1u : 0u);
+        const u32 total = __shfl_sync(FULL, incl, 31);
+        const u32 end = later ? nxt : total;
+        u32 n = rowbase[r] + excl_pl[r * TWW + lane];
+        u32 cur = FULL, acc = 0, p0 = first;
+        for (u32 m = rs; m;) {
+            m &= m - 1u;
+            const u32 below = (m & (0u - m)) - 1u;
+            const u32 p1 = m ? base + __popc(a & below) + __popc(b & below) : end;
+            u32 root = n;
+            if (!((is_root[n >> 5] >> (n & 31u)) & 1u)) {
+                // (lazy: a node's parent is a root or a tree root, whose parent is its root.)
+                root = e_par(ent[n]);
+                if (lazy && !((is_root[root >> 5] >> (root & 31u)) & 1u)) root = e_par(ent[root]);
+            }
+            if (root != cur) {
+                if (cur != FULL) atomicAdd(ent + cur, acc << PAR_SHIFT);
+                cur = root;
+                acc = 0;
+            }
+            acc += p1 - p0;
+            p0 = p1;
+            n++;
+        }
+        // The lanes' last sums: a stretch of consecutive lanes of one root summed first.
+        const u32 prev = __shfl_up_sync(FULL, cur, 1);
+        const u32 heads = __ballot_sync(FULL, lane == 0 || prev != cur);
+#if __CUDA_ARCH__ >= 800
+        if (heads == 1u) {
+            acc = __reduce_add_sync(FULL, acc);
+            if (lane) cur = FULL;
+        } else
+#endif
+        if (heads != FULL) {
+            const u32 above = lane == 31 ? 0u : heads & (FULL << (lane + 1));
+            const u32 stretch_end = above ? __ffs(above) - 1 : 32u;
+#pragma unroll
+            for (u32 o = 1; o < 32; o <<= 1) {
+                const u32 v = __shfl_down_sync(FULL, acc, o);
+                if (lane + o < stretch_end) acc += v;
+            }
+            if (!((heads >> lane) & 1u)) cur = FULL;
+        }
+        if (cur != FULL) atomicAdd(ent + cur, acc << PAR_SHIFT);
+    }
+    __syncthreads(); // the sizes; the root mask's last reader
+    for (u32 i = threadIdx.x; i < HIST_CAP; i += BR_THREADS) sh[i] = 0;
+    __syncthreads();
+    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
+        if (!((mine >> k) & 1u)) continue;
+        const u32 e = ent[n], s = e_par(e) - n;
+        if (e & EDGE) c.sf[entry_key(e, g, t)] = (u64)s;
+        else if (s <= HIST_CAP) atomicAdd(sh + s - 1, 1u);
+        else ns_list(c.hist, c.tail, c.tail_cap, s, 0u);
+    }
+    __syncthreads();
+    for (u32 i = threadIdx.x; i < HIST_CAP; i += BR_THREADS)
+        if (sh[i]) atomicAdd(c.hist + i + 1, sh[i]);
+}
+#endif // CNT_WORDS
 #endif
 
 // The labeling pass. Grid: one CTA of BR_THREADS per tile (tiles_x * tiles_y); dynamic shared
@@ -1045,9 +1162,14 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
         for (u32 i = threadIdx.x; i < MAXN / 32u; i += BR_THREADS) sm[OFF_MULTI + i] = 0;
     u32 mine;
     constexpr bool BAND = BANDS;
-    // Labels written once with no analysis leave the nodes other than tree roots unflattened
-    // (br_label_tile; root_of).
-    const bool lazy = !LABEL64 && !ANA && !CNT && (vec & 8u);
+    // Labels written once with no analysis, and the size counts (whose br_counts tells roots
+    // from a mask), leave the nodes other than tree roots unflattened (br_label_tile; root_of).
+    // CNT_LAZY=0 flattens them for the counts (to time one against the other); the counts
+    // are lazy only by words (CNT_WORDS), whose roots come from a mask.
+#ifndef CNT_LAZY
+#define CNT_LAZY 1
+#endif
+    const bool lazy = !LABEL64 && !ANA && (CNT ? CNT_WORDS && CNT_LAZY : (vec & 8u) != 0);
     const u32 nodes =
         br_label_tile<BAND>(in, g, t, vec, sm, mine, ANA ? sm + OFF_MULTI : nullptr, lazy);
     u32* ent = sm;
@@ -1109,7 +1231,7 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
         __syncthreads();
     }
     for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
-        if (lazy || !((mine >> k) & 1u)) continue; // (lazy: done above)
+        if ((lazy && !CNT) || !((mine >> k) & 1u)) continue; // (lazy: done above)
         const u32 e = ent[n];
         br_root_bit(sm, RB, e);
 #if LABEL64
@@ -1173,7 +1295,7 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     }
 #else
     br_store_labels<BAND>(L, g, t, vec, sm, forest_only, lazy);
-    if (CNT) br_counts<BAND>(sm, g, t, nodes, mine, counts);
+    if (CNT) br_counts<BAND>(sm, g, t, nodes, mine, counts, lazy);
 #endif
 }
 
