@@ -847,6 +847,31 @@ __device__ __forceinline__ void ns_list(u32* hist, u32* tail, u32 tail_cap, u32 
     tail_append(tail, tail_cap, hist + HIST_CAP + 1, s, span);
 }
 
+// Adds len into the parent field of root r (FULL: nothing) for every lane, a stretch of
+// consecutive lanes with one root summed first (a large component's runs fill whole warps; one
+// address takes its atomics one at a time). Every lane of the warp calls it.
+__device__ __forceinline__ void add_stretches(u32* ent, u32 r, u32 len, u32 lane) {
+    const u32 prev = __shfl_up_sync(FULL, r, 1);
+    const u32 heads = __ballot_sync(FULL, lane == 0 || prev != r);
+#if __CUDA_ARCH__ >= 800
+    if (heads == 1u) {
+        len = __reduce_add_sync(FULL, len);
+        if (lane) r = FULL;
+    } else
+#endif
+    if (heads != FULL) {
+        const u32 above = lane == 31 ? 0u : heads & (FULL << (lane + 1));
+        const u32 stretch_end = above ? __ffs(above) - 1 : 32u;
+#pragma unroll
+        for (u32 o = 1; o < 32; o <<= 1) {
+            const u32 v = __shfl_down_sync(FULL, len, o);
+            if (lane + o < stretch_end) len += v;
+        }
+        if (!((heads >> lane) & 1u)) r = FULL;
+    }
+    if (r != FULL) atomicAdd(ent + r, len << PAR_SHIFT);
+}
+
 // CNT_WORDS selects br_counts: 0 a thread a node (timed), 1 a lane a word (written in the
 // thirteenth session and not yet run on a GPU: CLUSTERLAB_NVRTC_DEFINES=-DCNT_WORDS=1 tries it).
 #ifndef CNT_WORDS
@@ -887,25 +912,7 @@ __device__ __forceinline__ void br_counts(u32* sm, const Geo& g, const BrTile& t
                 len = run_len(plane(sm, P_JL, row), e & 1023u);
             }
         }
-        const u32 prev = __shfl_up_sync(FULL, r, 1);
-        const u32 heads = __ballot_sync(FULL, lane == 0 || prev != r);
-#if __CUDA_ARCH__ >= 800
-        if (heads == 1u) {
-            len = __reduce_add_sync(FULL, len);
-            if (lane) r = FULL;
-        } else
-#endif
-        if (heads != FULL) {
-            const u32 above = lane == 31 ? 0u : heads & (FULL << (lane + 1));
-            const u32 stretch_end = above ? __ffs(above) - 1 : 32u;
-#pragma unroll
-            for (u32 o = 1; o < 32; o <<= 1) {
-                const u32 v = __shfl_down_sync(FULL, len, o);
-                if (lane + o < stretch_end) len += v;
-            }
-            if (!((heads >> lane) & 1u)) r = FULL;
-        }
-        if (r != FULL) atomicAdd(ent + r, len << PAR_SHIFT);
+        add_stretches(ent, r, len, lane);
     }
     __syncthreads();
     for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
@@ -993,26 +1000,8 @@ __device__ __forceinline__ void br_counts(u32* sm, const Geo& g, const BrTile& t
             p0 = p1;
             n++;
         }
-        // The lanes' last sums: a stretch of consecutive lanes of one root summed first.
-        const u32 prev = __shfl_up_sync(FULL, cur, 1);
-        const u32 heads = __ballot_sync(FULL, lane == 0 || prev != cur);
-#if __CUDA_ARCH__ >= 800
-        if (heads == 1u) {
-            acc = __reduce_add_sync(FULL, acc);
-            if (lane) cur = FULL;
-        } else
-#endif
-        if (heads != FULL) {
-            const u32 above = lane == 31 ? 0u : heads & (FULL << (lane + 1));
-            const u32 stretch_end = above ? __ffs(above) - 1 : 32u;
-#pragma unroll
-            for (u32 o = 1; o < 32; o <<= 1) {
-                const u32 v = __shfl_down_sync(FULL, acc, o);
-                if (lane + o < stretch_end) acc += v;
-            }
-            if (!((heads >> lane) & 1u)) cur = FULL;
-        }
-        if (cur != FULL) atomicAdd(ent + cur, acc << PAR_SHIFT);
+        // The lanes' last sums (a large component's runs cross words).
+        add_stretches(ent, cur, acc, lane);
     }
     __syncthreads(); // the sizes; the root mask's last reader
     for (u32 i = threadIdx.x; i < HIST_CAP; i += BR_THREADS) sh[i] = 0;
