@@ -872,6 +872,26 @@ __device__ __forceinline__ void add_stretches(u32* ent, u32 r, u32 len, u32 lane
     if (r != FULL) atomicAdd(ent + r, len << PAR_SHIFT);
 }
 
+// The tile's roots' sizes out, after a barrier that follows the sizes and `sh`'s zeroing: an
+// interior component's into the shared histogram `sh` (or the list, when larger), then `sh`
+// into the global one; an edge component's to its local root's `sf`. `plus_own`: a root's
+// parent field holds its number + its size (by words), else its size.
+__device__ __forceinline__ void br_counts_out(u32* sm, const Geo& g, const BrTile& t, u32 nodes,
+                                              u32 mine, const BrCounts& c, bool plus_own) {
+    const u32* ent = sm;
+    u32* sh = sm + OFF_RMASK;
+    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
+        if (!((mine >> k) & 1u)) continue;
+        const u32 e = ent[n], s = e_par(e) - (plus_own ? n : 0u);
+        if (e & EDGE) c.sf[entry_key(e, g, t)] = (u64)s;
+        else if (s <= HIST_CAP) atomicAdd(sh + s - 1, 1u);
+        else ns_list(c.hist, c.tail, c.tail_cap, s, 0u);
+    }
+    __syncthreads();
+    for (u32 i = threadIdx.x; i < HIST_CAP; i += BR_THREADS)
+        if (sh[i]) atomicAdd(c.hist + i + 1, sh[i]);
+}
+
 // CNT_WORDS selects br_counts: 0 a thread a node (timed), 1 a lane a word (written in the
 // thirteenth session and not yet run on a GPU: CLUSTERLAB_NVRTC_DEFINES=-DCNT_WORDS=1 tries it).
 #ifndef CNT_WORDS
@@ -915,16 +935,7 @@ __device__ __forceinline__ void br_counts(u32* sm, const Geo& g, const BrTile& t
         add_stretches(ent, r, len, lane);
     }
     __syncthreads();
-    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
-        if (!((mine >> k) & 1u)) continue;
-        const u32 e = ent[n], s = e_par(e);
-        if (e & EDGE) c.sf[entry_key(e, g, t)] = (u64)s;
-        else if (s <= HIST_CAP) atomicAdd(sh + s - 1, 1u);
-        else ns_list(c.hist, c.tail, c.tail_cap, s, 0u);
-    }
-    __syncthreads();
-    for (u32 i = threadIdx.x; i < HIST_CAP; i += BR_THREADS)
-        if (sh[i]) atomicAdd(c.hist + i + 1, sh[i]);
+    br_counts_out(sm, g, t, nodes, mine, c, false);
 }
 #else
 // Sizes of the tile's components, after the forest's stores (a root's parent field is its own
@@ -1006,16 +1017,7 @@ __device__ __forceinline__ void br_counts(u32* sm, const Geo& g, const BrTile& t
     __syncthreads(); // the sizes; the root mask's last reader
     for (u32 i = threadIdx.x; i < HIST_CAP; i += BR_THREADS) sh[i] = 0;
     __syncthreads();
-    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
-        if (!((mine >> k) & 1u)) continue;
-        const u32 e = ent[n], s = e_par(e) - n;
-        if (e & EDGE) c.sf[entry_key(e, g, t)] = (u64)s;
-        else if (s <= HIST_CAP) atomicAdd(sh + s - 1, 1u);
-        else ns_list(c.hist, c.tail, c.tail_cap, s, 0u);
-    }
-    __syncthreads();
-    for (u32 i = threadIdx.x; i < HIST_CAP; i += BR_THREADS)
-        if (sh[i]) atomicAdd(c.hist + i + 1, sh[i]);
+    br_counts_out(sm, g, t, nodes, mine, c, true);
 }
 #endif // CNT_WORDS
 #endif
