@@ -157,7 +157,8 @@ impl DeviceAnalysis {
     /// histogram and the tail's first `TAIL_AHEAD` pairs, a second the rest, if any: each
     /// copy is a round trip that cost about as much as the host's work on the counts.
     pub(crate) fn histogram(&mut self) -> Result<(Vec<u32>, Vec<u32>)> {
-        /// Pairs fetched with the histogram (a 16384² lattice at p_c lists about 4000).
+        /// Pairs fetched with the histogram: a 16384² lattice at p_c lists a few thousand
+        /// (its clusters above HIST_CAP sites, by n_s ∝ s^−τ).
         const TAIL_AHEAD: usize = 8192;
         let head = HIST_CAP + 2;
         let ahead = self.tail_cap.min(TAIL_AHEAD);
