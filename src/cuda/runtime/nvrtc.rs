@@ -55,10 +55,9 @@ pub(crate) fn extra_options() -> &'static [&'static str] {
             Vec::new()
         };
         if let Ok(d) = std::env::var("CLUSTERLAB_NVRTC_DEFINES") {
-            v.extend(
-                d.split_whitespace()
-                    .map(|s| &*Box::leak(s.to_string().into_boxed_str())),
-            );
+            // (Read once per process: the string lives as long as the options.)
+            let d: &'static str = Box::leak(d.into_boxed_str());
+            v.extend(d.split_whitespace());
         }
         v
     })
