@@ -88,6 +88,16 @@ typedef void row_t;
 #ifndef LABEL64
 #define LABEL64 0
 #endif
+// CNT_WORDS selects br_counts (the analysis's size counts): 0 a thread a node (timed), 1 a lane
+// a word (written in the thirteenth session and not yet run on a GPU:
+// CLUSTERLAB_NVRTC_DEFINES=-DCNT_WORDS=1 tries it). Defined here, at file scope, because the
+// 64-bit build reads them too (as constants it folds away).
+#ifndef CNT_WORDS
+#define CNT_WORDS 0
+#endif
+#ifndef CNT_LAZY
+#define CNT_LAZY 1
+#endif
 #if LABEL64
 typedef u64 label_t;
 typedef u64 idx_t;
@@ -892,11 +902,7 @@ __device__ __forceinline__ void br_counts_out(u32* sm, const Geo& g, const BrTil
         if (sh[i]) atomicAdd(c.hist + i + 1, sh[i]);
 }
 
-// CNT_WORDS selects br_counts: 0 a thread a node (timed), 1 a lane a word (written in the
-// thirteenth session and not yet run on a GPU: CLUSTERLAB_NVRTC_DEFINES=-DCNT_WORDS=1 tries it).
-#ifndef CNT_WORDS
-#define CNT_WORDS 0
-#endif
+// CNT_WORDS (defined at the top) selects br_counts.
 #if !CNT_WORDS
 // Sizes of the tile's components, after the forest's stores (every node's parent is its local
 // root: br_label_tile without `lazy`). A root's parent field becomes its size (a tile has at
@@ -1157,9 +1163,6 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     // from a mask), leave the nodes other than tree roots unflattened (br_label_tile; root_of).
     // CNT_LAZY=0 flattens them for the counts (to time one against the other); the counts
     // are lazy only by words (CNT_WORDS), whose roots come from a mask.
-#ifndef CNT_LAZY
-#define CNT_LAZY 1
-#endif
     const bool lazy = !LABEL64 && !ANA && (CNT ? CNT_WORDS && CNT_LAZY : (vec & 8u) != 0);
     const u32 nodes =
         br_label_tile<BAND>(in, g, t, vec, sm, mine, ANA ? sm + OFF_MULTI : nullptr, lazy);
