@@ -20,10 +20,14 @@
 
 mod common;
 
-use clusterlab::regions::{Criterion, Field, Method, RegionGrower, Sample};
+use clusterlab::regions::{Criterion, Method, RegionGrower};
+#[cfg(feature = "cuda")]
+use clusterlab::regions::{Field, Sample};
 use clusterlab::{Connectivity, Parallelism};
 use common::{Args, BenchResult, Timing};
-use ndarray::{Array2, ArrayView2};
+use ndarray::Array2;
+#[cfg(feature = "cuda")]
+use ndarray::ArrayView2;
 use std::io::{BufRead, BufReader, Write};
 use std::path::{Path, PathBuf};
 use std::process::{Command, ExitCode, Stdio};

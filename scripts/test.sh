@@ -12,6 +12,8 @@ cargo fmt --all --check
 cargo check --locked --no-default-features
 cargo check --locked --no-default-features --features plot
 cargo check --locked --no-default-features --features cli,hdf5
+# Tests and benches too, without the GPU: their CUDA parts must be gated, not just unused.
+cargo clippy --locked --no-default-features --features cli,plot,hdf5 --all-targets -- -D warnings
 # The workspace: the crate and the Python bindings (python/).
 cargo clippy --workspace --all-targets --locked -- -D warnings
 cargo test --locked

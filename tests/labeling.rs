@@ -6,7 +6,9 @@
 
 mod common;
 
-use clusterlab::{Algorithm, Backend, Labeler, Parallelism};
+#[cfg(feature = "cuda")]
+use clusterlab::Backend;
+use clusterlab::{Algorithm, Labeler, Parallelism};
 use common::battery::{battery, Labelers, Scale};
 
 /// The battery for `algorithm` on the CPU with `parallelism`.

@@ -4,8 +4,7 @@
 //! Newman–Ziff within 4σ; the GPU batch equals the CPU batch exactly (ignored without a device).
 
 use clusterlab::percolation::{
-    label_batch, BatchSampler, BatchSpec, BatchStats, Method, Model, SampleStats, Study,
-    StudyConfig, Wrapping,
+    label_batch, BatchSampler, BatchSpec, Method, Model, SampleStats, Study, StudyConfig, Wrapping,
 };
 use clusterlab::{
     Analyzer, Backend, Boundary, Connectivity, Labeler, Measures, Options, Parallelism,
@@ -357,7 +356,7 @@ mod gpu {
     }
 
     fn same(gpu: &mut BatchSampler, cpu: &mut BatchSampler, s: &BatchSpec) {
-        let g: BatchStats = gpu.sample(s).unwrap();
+        let g: clusterlab::percolation::BatchStats = gpu.sample(s).unwrap();
         let c = cpu.sample(s).unwrap();
         let ctx = format!(
             "{}x{} {:?} {:?} p={}",

@@ -7,7 +7,7 @@
 mod common;
 
 use clusterlab::regions::{region_from_seeds, Criterion, Method, Reference, RegionGrower};
-use clusterlab::{Backend, Boundary, Connectivity, Error, Parallelism};
+use clusterlab::{Boundary, Connectivity, Error, Parallelism};
 use common::{neighbour_list, rng, wraps};
 use ndarray::{Array2, Array3, ArrayView3, Axis};
 use rand::rngs::StdRng;
@@ -505,102 +505,109 @@ fn bad_input_is_an_error() {
 
 // ---------------------------------------------------------------- GPU
 
-fn gpu_or_skip() -> bool {
-    match clusterlab::cuda::cuda_available() {
-        Ok(_) => true,
-        Err(e) => {
-            eprintln!("no GPU: {e}");
-            false
-        }
-    }
-}
+// Built with the `cuda` feature only: the module and its entry points exist only then.
+#[cfg(feature = "cuda")]
+mod gpu {
+    use super::*;
+    use clusterlab::Backend;
 
-#[test]
-#[ignore = "needs a CUDA device"]
-fn gpu_matches_the_oracle() {
-    assert!(gpu_or_skip());
-    let n = sweep(
-        |c| {
-            RegionGrower::new(c.clone())
-                .backend(Backend::Cuda { device: 0 })
-                .unwrap()
-        },
-        false,
-        21,
-    );
-    eprintln!("{n} cases");
-}
-
-#[test]
-#[ignore = "needs a CUDA device"]
-fn gpu_mask_equals_cpu_mask_on_large_fields() {
-    assert!(gpu_or_skip());
-    let mut r = rng(22);
-    let mut cases = 0;
-    for (h, w) in [(1000, 1001), (2048, 2048), (777, 1500)] {
-        for conn in CONNS {
-            for absorb in [false, true] {
-                for c in [1, 3] {
-                    let integral = c == 1;
-                    let field =
-                        random_field(h, w, c, if c == 1 { 3 } else { 2 }, !integral, &mut r);
-                    let seeds = random_seeds(h, w, [1, 5, 100][cases % 3], &mut r);
-                    let req = random_req(c, conn, Boundary::Open, absorb, &mut r);
-                    let crit = req.criterion();
-                    let cpu = RegionGrower::new(crit.clone())
-                        .grow(field.view(), &seeds)
-                        .unwrap();
-                    let mut gpu = RegionGrower::new(crit)
-                        .backend(Backend::Cuda { device: 0 })
-                        .unwrap();
-                    assert_eq!(
-                        gpu.grow(field.view(), &seeds).unwrap(),
-                        cpu,
-                        "{h}x{w} {req:?}"
-                    );
-                    if integral {
-                        let f8 = field.mapv(|v| v as u8);
-                        assert_eq!(gpu.grow(f8.view(), &seeds).unwrap(), cpu);
-                    }
-                    cases += 1;
-                }
+    fn gpu_or_skip() -> bool {
+        match clusterlab::cuda::cuda_available() {
+            Ok(_) => true,
+            Err(e) => {
+                eprintln!("no GPU: {e}");
+                false
             }
         }
     }
-    eprintln!("{cases} cases");
-}
 
-#[test]
-#[ignore = "needs a CUDA device"]
-fn gpu_device_resident_entry_point() {
-    use clusterlab::cuda::CudaRegionGrower;
-    assert!(gpu_or_skip());
-    let mut r = rng(23);
-    let (h, w, c) = (300, 200, 3);
-    let field = random_field(h, w, c, 2, true, &mut r);
-    let seeds = random_seeds(h, w, 10, &mut r);
-    for reference in [None, Some(vec![0.5, 1.0, 0.5])] {
-        let req = Req {
-            tol: vec![0.6],
-            reference,
-            conn: Connectivity::Eight,
-            boundary: Boundary::PeriodicY,
-            absorb: true,
-        };
-        let expect = oracle(field.view(), &seeds, &req);
-        let mut g = CudaRegionGrower::new(0, req.criterion()).unwrap();
-        let stream = g.stream().clone();
-        let dev = stream.clone_htod(field.as_slice().unwrap()).unwrap();
-        let mut out = stream.alloc_zeros::<u8>(h * w).unwrap();
-        g.grow_device(&dev, h, w, c, &seeds, &mut out).unwrap();
-        let host = stream.clone_dtoh(&out).unwrap();
-        assert_eq!(
-            Array2::from_shape_vec((h, w), host).unwrap(),
-            expect,
-            "{req:?}"
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn gpu_matches_the_oracle() {
+        assert!(gpu_or_skip());
+        let n = sweep(
+            |c| {
+                RegionGrower::new(c.clone())
+                    .backend(Backend::Cuda { device: 0 })
+                    .unwrap()
+            },
+            false,
+            21,
         );
-        // Wrong buffer lengths are an error.
-        let r = g.grow_device(&dev, h, w + 1, c, &seeds, &mut out);
-        assert!(matches!(r, Err(Error::InvalidArgument(_))));
+        eprintln!("{n} cases");
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn gpu_mask_equals_cpu_mask_on_large_fields() {
+        assert!(gpu_or_skip());
+        let mut r = rng(22);
+        let mut cases = 0;
+        for (h, w) in [(1000, 1001), (2048, 2048), (777, 1500)] {
+            for conn in CONNS {
+                for absorb in [false, true] {
+                    for c in [1, 3] {
+                        let integral = c == 1;
+                        let field =
+                            random_field(h, w, c, if c == 1 { 3 } else { 2 }, !integral, &mut r);
+                        let seeds = random_seeds(h, w, [1, 5, 100][cases % 3], &mut r);
+                        let req = random_req(c, conn, Boundary::Open, absorb, &mut r);
+                        let crit = req.criterion();
+                        let cpu = RegionGrower::new(crit.clone())
+                            .grow(field.view(), &seeds)
+                            .unwrap();
+                        let mut gpu = RegionGrower::new(crit)
+                            .backend(Backend::Cuda { device: 0 })
+                            .unwrap();
+                        assert_eq!(
+                            gpu.grow(field.view(), &seeds).unwrap(),
+                            cpu,
+                            "{h}x{w} {req:?}"
+                        );
+                        if integral {
+                            let f8 = field.mapv(|v| v as u8);
+                            assert_eq!(gpu.grow(f8.view(), &seeds).unwrap(), cpu);
+                        }
+                        cases += 1;
+                    }
+                }
+            }
+        }
+        eprintln!("{cases} cases");
+    }
+
+    #[test]
+    #[ignore = "needs a CUDA device"]
+    fn gpu_device_resident_entry_point() {
+        use clusterlab::cuda::CudaRegionGrower;
+        assert!(gpu_or_skip());
+        let mut r = rng(23);
+        let (h, w, c) = (300, 200, 3);
+        let field = random_field(h, w, c, 2, true, &mut r);
+        let seeds = random_seeds(h, w, 10, &mut r);
+        for reference in [None, Some(vec![0.5, 1.0, 0.5])] {
+            let req = Req {
+                tol: vec![0.6],
+                reference,
+                conn: Connectivity::Eight,
+                boundary: Boundary::PeriodicY,
+                absorb: true,
+            };
+            let expect = oracle(field.view(), &seeds, &req);
+            let mut g = CudaRegionGrower::new(0, req.criterion()).unwrap();
+            let stream = g.stream().clone();
+            let dev = stream.clone_htod(field.as_slice().unwrap()).unwrap();
+            let mut out = stream.alloc_zeros::<u8>(h * w).unwrap();
+            g.grow_device(&dev, h, w, c, &seeds, &mut out).unwrap();
+            let host = stream.clone_dtoh(&out).unwrap();
+            assert_eq!(
+                Array2::from_shape_vec((h, w), host).unwrap(),
+                expect,
+                "{req:?}"
+            );
+            // Wrong buffer lengths are an error.
+            let r = g.grow_device(&dev, h, w + 1, c, &seeds, &mut out);
+            assert!(matches!(r, Err(Error::InvalidArgument(_))));
+        }
     }
 }
