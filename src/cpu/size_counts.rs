@@ -12,8 +12,14 @@
 //! winding union-find of [`Joined`] (the analysis's own, fed with the nodes of the edge sites),
 //! which says which clusters wrap. So the lattice is read once, nothing is written per site, and
 //! no raster numbering is made (about labeling's time or less: `benches/size_counts.rs`).
+//!
+//! 8-connected occupancy lattices are counted in bands of two rows ([`strips::Bands`]), as the
+//! labeler scans them: the forest's nodes are then the bands' runs (given nodes by copying,
+//! [`strips::Strip::node`]), a run's size counts the sites of both its rows, and the edges that
+//! only one row of a band touches (the lattice's first and last rows, the wrapping edges' sites)
+//! are read from that row.
 
-use super::strips::{self, row_at, Row, Strip};
+use super::strips::{self, row_local_at, Row, Strip};
 use super::union_find::{find, find_readonly};
 use crate::core::bits::{words, WORD};
 use crate::core::size_counts::{PercolatingCluster, SizeCounts};
@@ -77,10 +83,14 @@ pub(crate) struct Scratch {
     tail: Vec<u64>,
 }
 
-/// Counts the clusters of `rule`'s lattice by size into `out`, with the clusters that wrap
-/// (by winding) or span, on the current rayon pool with up to `threads` strips.
-pub(crate) fn count<R: JoinRule>(
+/// Counts the clusters of the lattice of `lattice` by size into `out`, with the clusters that
+/// wrap (by winding) or span, on the current rayon pool with up to `threads` strips. `rule` makes
+/// the forest: `lattice` itself, or its bands ([`strips::Bands`], 8-connected occupancy, up to
+/// `MAX_SITES` sites); `lattice` says which sites across a wrapping edge are joined.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn count<R: JoinRule, L: JoinRule>(
     rule: &R,
+    lattice: &L,
     connectivity: Connectivity,
     boundary: Boundary,
     threads: usize,
@@ -88,7 +98,10 @@ pub(crate) fn count<R: JoinRule>(
     scratch: &mut Scratch,
     out: &mut SizeCounts,
 ) {
-    let (h, w) = rule.dim();
+    let (h, w) = lattice.dim();
+    // Bands give their runs nodes by copying (as the labeler does); rows are their own nodes.
+    let (band, fh) = (R::BAND_ROWS, rule.dim().0);
+    let copy = band > 1;
     out.reset((h, w));
     let sites = h * w;
     // Worst cases for the shape, so that only a new shape (or more runs than ever) allocates:
@@ -101,10 +114,10 @@ pub(crate) fn count<R: JoinRule>(
         connectivity,
         Boundary::Open,
         threads,
-        false,
+        copy,
         forest,
         &mut scratch.strips,
-        |s, c| count_strip(s, c, h, w),
+        |s, c| count_strip(s, c, (fh, w), copy, copy && h % 2 == 1),
     );
     if chunk == 0 {
         return;
@@ -124,8 +137,14 @@ pub(crate) fn count<R: JoinRule>(
     } = scratch;
     nodes.clear();
     nodes.reserve(bound.max(specials));
-    if node_of.len() < forest.parent.len() {
-        node_of.resize(forest.parent.len(), 0);
+    // (Bands: room for the shape's most nodes, as in `count_strip`.)
+    let room = if copy {
+        strips::most_band_runs(fh, w)
+    } else {
+        0
+    };
+    if node_of.len() < forest.parent.len().max(room) {
+        crate::core::alloc::grow_zeroed(node_of, forest.parent.len().max(room));
     }
 
     // The special sets, joined into one node per piece.
@@ -159,38 +178,45 @@ pub(crate) fn count<R: JoinRule>(
     if wx || wy {
         edge_node.clear();
         edge_node.resize(2 * (h + w), 0);
-        let node_at = |parent: &mut Vec<u32>, run: u32| node_of[find(parent, run) as usize] + 1;
+        // The node of the strip's local run `j`, 1-based.
+        let node_at = |parent: &mut Vec<u32>, s: &Strip, j: u32| {
+            node_of[find(parent, s.node(copy, j)) as usize] + 1
+        };
         for y in 0..h {
-            let row = row_at(&forest.strips, chunk, nw, y);
+            let (s, row) = row_local_at(&forest.strips, chunk, nw, y / band);
             if row.runs == 0 {
                 continue;
             }
-            if bit(&row, 0) {
-                edge_node[2 * w + y] = node_at(parent, row.base);
+            // Lattice row y's own sites: a band's first or last row.
+            let occ = if y % band == 0 { row.top } else { row.bottom };
+            if bit(occ, 0) {
+                edge_node[2 * w + y] = node_at(parent, s, row.base);
             }
-            if bit(&row, w - 1) {
-                edge_node[2 * w + h + y] = node_at(parent, row.base + row.runs - 1);
+            if bit(occ, w - 1) {
+                edge_node[2 * w + h + y] = node_at(parent, s, row.base + row.runs - 1);
             }
             if y == 0 || y == h - 1 {
                 let at = if y == 0 { 0 } else { w };
                 let mut run = row.base.wrapping_sub(1);
                 let mut node = 0;
                 for x in 0..w {
-                    if !bit(&row, x) {
+                    if !bit(row.occ, x) {
                         continue;
                     }
                     if row.starts[x / WORD] >> (x % WORD) & 1 != 0 {
                         run = run.wrapping_add(1);
-                        node = node_at(parent, run);
+                        node = node_at(parent, s, run);
                     }
-                    edge_node[at + x] = node;
+                    if bit(occ, x) {
+                        edge_node[at + x] = node;
+                    }
                 }
             }
         }
         let at = |(y, x): (usize, usize)| edge_node[edge_index((h, w), (y, x))];
         joined.join_by(h, w, nodes.len(), connectivity, boundary, |s, t, _| {
             let (a, b) = (at(s), at(t));
-            (a != 0 && b != 0 && rule.joined(s, t)).then_some((a, b))
+            (a != 0 && b != 0 && lattice.joined(s, t)).then_some((a, b))
         });
         clusters.resize(joined.count + 1, Node::default());
         for (i, n) in nodes.iter().enumerate() {
@@ -245,25 +271,35 @@ fn add_size(s: u64, hist: &mut [u64], tail: &mut Vec<u64>) {
     }
 }
 
-/// Whether column `x` of a row is occupied.
+/// Whether column `x` of a row's bits is set.
 #[inline]
-fn bit(row: &Row<'_>, x: usize) -> bool {
-    row.occ[x / WORD] >> (x % WORD) & 1 != 0
+fn bit(bits: &[u64], x: usize) -> bool {
+    bits[x / WORD] >> (x % WORD) & 1 != 0
 }
 
-/// One strip, right after its local forest: every run's length, summed into its parent from
-/// the last run back (parents precede their children, so a run's sum is complete when it is
-/// reached: at a root, its set's size), the sets on an edge or seam listed, the others (whole
-/// clusters that neither wrap nor span) into the histogram. Three streaming passes over the
-/// runs, no root searches but the edges'.
-fn count_strip(s: &mut Strip, c: &mut StripCounts, h: usize, w: usize) {
+/// One strip, right after its local forest: every run's length added to its node (with `copy`;
+/// else each run is its own node), each node's sum into its parent from the last node back
+/// (parents precede their children, so a node's sum is complete when it is reached: at a root,
+/// its set's size), the sets on an edge or seam listed, the others (whole clusters that neither
+/// wrap nor span) into the histogram. Streaming passes over the runs and the nodes, no root
+/// searches but the edges'. `h` and `w` are the rule's; with `copy` its rows are bands, and
+/// with `odd` the last one is a single lattice row (its `top` and `bottom` are that row).
+fn count_strip(s: &mut Strip, c: &mut StripCounts, (h, w): (usize, usize), copy: bool, odd: bool) {
     let nw = words(w);
-    let runs = s.parent.len();
-    if c.size.len() < runs {
-        c.size.resize(runs, 0);
+    let nodes = s.parent.len();
+    // Room for the most nodes of the shape: rows have as many as runs, which a checkerboard
+    // warm-up reaches, but bands of a checkerboard have one run each.
+    let room = if copy {
+        nodes.max(strips::most_band_runs(s.rows, w))
+    } else {
+        nodes
+    };
+    // (Zeroed by the system: a first call on a large shape does not write them all.)
+    if c.size.len() < room {
+        crate::core::alloc::grow_zeroed(&mut c.size, room);
     }
-    if c.listed.len() < runs.div_ceil(64) {
-        c.listed.resize(runs.div_ceil(64), 0);
+    if c.listed.len() < room.div_ceil(64) {
+        crate::core::alloc::grow_zeroed(&mut c.listed, room.div_ceil(64));
     }
     c.hist.clear();
     c.hist.resize(DENSE + 1, 0);
@@ -271,38 +307,49 @@ fn count_strip(s: &mut Strip, c: &mut StripCounts, h: usize, w: usize) {
     c.tail.reserve(s.rows * w / (DENSE + 1) + 1);
     c.special.clear();
     c.special.reserve(4 * (w + s.rows));
-    let size = &mut c.size[..runs];
+    let size = &mut c.size[..nodes];
+    if copy {
+        size.fill(0);
+    }
     for r in 0..s.rows {
-        let (base, nr) = (s.row_base[r] as usize, s.row_runs[r] as usize);
-        if nr == 0 {
+        let row = s.row_local(r, nw);
+        if row.runs == 0 {
             continue;
         }
-        let occ = &s.occ[r * nw..(r + 1) * nw];
-        let starts = &s.starts[r * nw..(r + 1) * nw];
+        // A band's sites are its two rows' (a row's: `top` and `bottom` are both its own).
+        let two = copy && !(odd && s.y0 + r == h - 1);
         // A run's length: the occupied sites from its start to the next run's.
-        let (mut x, mut at, mut cum) = (base, 0u32, 0u32);
+        let (mut j, mut at, mut cum) = (row.base, 0u32, 0u32);
         let mut started = false;
-        for (&o, &st) in occ.iter().zip(starts) {
-            let mut st = st;
+        let mut add = |j: u32, len: u32| {
+            if copy {
+                size[s.local_node(true, j) as usize] += len;
+            } else {
+                size[j as usize] = len;
+            }
+        };
+        for i in 0..nw {
+            let (t, b) = (row.top[i], if two { row.bottom[i] } else { 0 });
+            let mut st = row.starts[i];
             while st != 0 {
-                let j = st.trailing_zeros();
-                let p = cum + (o & ((1u64 << j) - 1)).count_ones();
+                let below = (1u64 << st.trailing_zeros()) - 1;
+                let p = cum + (t & below).count_ones() + (b & below).count_ones();
                 if started {
-                    size[x] = p - at;
-                    x += 1;
+                    add(j, p - at);
+                    j += 1;
                 }
                 (started, at) = (true, p);
                 st &= st - 1;
             }
-            cum += o.count_ones();
+            cum += t.count_ones() + b.count_ones();
         }
-        size[x] = cum - at;
+        add(j, cum - at);
     }
 
     // The sets on the lattice's edges and the strip's seams: the roots of the runs there.
     let (parent, special, listed) = (&s.parent[..], &mut c.special, &mut c.listed[..]);
-    let mut mark = |x: usize, f: u8| {
-        let r = find_readonly(parent, x as u32);
+    let mut mark = |j: u32, f: u8| {
+        let r = find_readonly(parent, s.local_node(copy, j));
         if special
             .last()
             .is_some_and(|&(l, _, g)| l == r && g & f == f)
@@ -317,26 +364,27 @@ fn count_strip(s: &mut Strip, c: &mut StripCounts, h: usize, w: usize) {
     };
     let last_word = (w - 1) / WORD;
     for r in 0..s.rows {
-        let (base, nr) = (s.row_base[r] as usize, s.row_runs[r] as usize);
-        if nr == 0 {
+        let row = s.row_local(r, nw);
+        if row.runs == 0 {
             continue;
         }
+        let (base, nr) = (row.base, row.runs);
         let y = s.y0 + r;
-        let mut f = 0;
-        if r == 0 {
-            f |= if y == 0 { Y0 } else { SEAM };
+        // A strip's first and last rows meet the next strips (every run may); the lattice's
+        // first and last rows are its edges (the runs with a site in that lattice row).
+        if (r == 0 && y != 0) || (r == s.rows - 1 && y != h - 1) {
+            (base..base + nr).for_each(|j| mark(j, SEAM));
         }
-        if r == s.rows - 1 {
-            f |= if y == h - 1 { Y1 } else { SEAM };
+        if y == 0 {
+            runs_with_sites(&row, row.top, |j| mark(j, Y0));
         }
-        if f != 0 {
-            (base..base + nr).for_each(|x| mark(x, f));
+        if y == h - 1 {
+            runs_with_sites(&row, row.bottom, |j| mark(j, Y1));
         }
-        let occ = &s.occ[r * nw..(r + 1) * nw];
-        if occ[0] & 1 != 0 {
+        if row.occ[0] & 1 != 0 {
             mark(base, X0);
         }
-        if occ[last_word] >> ((w - 1) % WORD) & 1 != 0 {
+        if row.occ[last_word] >> ((w - 1) % WORD) & 1 != 0 {
             mark(base + nr - 1, X1);
         }
     }
@@ -344,7 +392,7 @@ fn count_strip(s: &mut Strip, c: &mut StripCounts, h: usize, w: usize) {
     // Sums into parents, from the last run back; a root's sum is final when it is reached.
     let listed = &c.listed[..];
     let (hist, tail) = (&mut c.hist, &mut c.tail);
-    for x in (0..runs).rev() {
+    for x in (0..nodes).rev() {
         let p = parent[x] as usize;
         let sz = size[x];
         // Without a branch (a root adds nothing to itself): roots come at random.
@@ -362,5 +410,26 @@ fn count_strip(s: &mut Strip, c: &mut StripCounts, h: usize, w: usize) {
             e.1 = size[e.0 as usize];
         }
         c.listed[e.0 as usize / 64] = 0;
+    }
+}
+
+/// Calls `f` with the local number of each run of `row` (ascending, each once) that holds a
+/// set bit of `sites` (the row's own sites, or one lattice row of a band).
+fn runs_with_sites(row: &Row<'_>, sites: &[u64], mut f: impl FnMut(u32)) {
+    let mut before = row.base; // the runs started before the word
+    let mut last = None;
+    for (&m, &st) in sites.iter().zip(row.starts) {
+        let mut m = m;
+        while m != 0 {
+            let x = m.trailing_zeros();
+            // The run holding x: the last start at or before it.
+            let j = before + (st & (u64::MAX >> (63 - x))).count_ones() - 1;
+            if last != Some(j) {
+                f(j);
+                last = Some(j);
+            }
+            m &= m - 1;
+        }
+        before += st.count_ones();
     }
 }

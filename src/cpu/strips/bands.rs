@@ -112,6 +112,6 @@ impl<T: SiteValue> JoinRule for Bands<'_, T> {
 /// The most runs `rows` bands of `w` columns can have (⌈w/2⌉ a band): the room a reused
 /// labeler makes on its first call on a shape, since a band's runs and nodes follow the lattice
 /// (a checkerboard, the most runs a lattice of rows can have, is one run a band).
-pub(super) fn most_band_runs(rows: usize, w: usize) -> usize {
+pub(in crate::cpu) fn most_band_runs(rows: usize, w: usize) -> usize {
     rows * w.div_ceil(2)
 }

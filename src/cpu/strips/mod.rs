@@ -41,6 +41,7 @@ mod bands;
 mod scan;
 mod write;
 use crate::core::stream::{stream_fence, Streamer, STREAM_BYTES};
+pub(super) use bands::most_band_runs;
 pub(crate) use bands::Bands;
 use scan::{copies_pay, label_strip, merge_rows};
 use write::{copy_forests, number_parallel, write_row, Above};
@@ -131,16 +132,8 @@ pub(super) struct Row<'a, I = u32> {
 }
 
 impl<I: Index> Strip<I> {
-    /// Row `r` of the strip (run labels global once the strips' offsets are set).
-    pub(super) fn row(&self, r: usize, nw: usize) -> Row<'_, I> {
-        Row {
-            base: self.offset + self.row_base[r],
-            ..self.row_local(r, nw)
-        }
-    }
-
     /// Row `r` of the strip with strip-local run labels.
-    fn row_local(&self, r: usize, nw: usize) -> Row<'_, I> {
+    pub(super) fn row_local(&self, r: usize, nw: usize) -> Row<'_, I> {
         let occ = &self.occ[r * nw..(r + 1) * nw];
         let (top, bottom) = self.edges(r, nw).unwrap_or((occ, occ));
         Row {
@@ -167,8 +160,19 @@ impl<I: Index> Strip<I> {
 
     /// The global node of the strip's local run `j`: the run itself, or its `lab` with `copy`.
     #[inline]
-    fn node(&self, copy: bool, j: I) -> I {
-        self.offset + if copy { self.lab[j.usize()] } else { j }
+    pub(super) fn node(&self, copy: bool, j: I) -> I {
+        self.offset + self.local_node(copy, j)
+    }
+
+    /// The strip-local node of the strip's local run `j` (as [`Strip::node`], before the
+    /// strips' offsets are set or without them).
+    #[inline]
+    pub(super) fn local_node(&self, copy: bool, j: I) -> I {
+        if copy {
+            self.lab[j.usize()]
+        } else {
+            j
+        }
     }
 }
 
@@ -500,15 +504,16 @@ pub(super) fn forest<R: JoinRule, X: Default + Send, I: Index>(
     chunk
 }
 
-/// Lattice row `y` of strips of `chunk` rows, with global run labels.
-pub(super) fn row_at<I: Index>(
+/// Row `y` of the rule (a band, for bands) of strips of `chunk` rows: its strip, and the row
+/// with strip-local run labels (a run's node: [`Strip::node`]).
+pub(super) fn row_local_at<I: Index>(
     strips: &[Strip<I>],
     chunk: usize,
     nw: usize,
     y: usize,
-) -> Row<'_, I> {
+) -> (&Strip<I>, Row<'_, I>) {
     let (k, r) = locate(y, chunk);
-    strips[k].row(r, nw)
+    (&strips[k], strips[k].row_local(r, nw))
 }
 
 impl<I: Index> Scratch<I> {
