@@ -261,7 +261,6 @@ impl SampleStats {
     /// The statistics of one lattice from its cluster-size counts (how the GPU serves lattices
     /// whose edge tables do not fit in a block's shared memory); adds the clusters that do not
     /// percolate to `ns` when given (`sites + 1` bins).
-    #[cfg_attr(not(feature = "cuda"), allow(dead_code))]
     pub(crate) fn from_size_counts(c: &SizeCounts, ns: Option<&mut [u64]>) -> SampleStats {
         let mut s = SampleStats {
             occupied: c.occupied() as u32,

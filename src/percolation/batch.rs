@@ -30,7 +30,7 @@ use crate::device::{self, Device};
 use crate::measure::fixed_p::{check_shape, fill_sites};
 pub use crate::measure::fixed_p::{threshold, BatchSpec, BatchStats, SampleStats, MAX_BATCH_SITES};
 use crate::measure::wrapping::{Joined, WRAP_X, WRAP_Y};
-use crate::{Backend, Boundary, Connectivity, Labeler, Options, Parallelism, Result};
+use crate::{Backend, Boundary, Connectivity, Labeler, Options, Parallelism, Result, SizeCounts};
 use ndarray::{Array2, Array3, ArrayView2, ArrayView3, Axis};
 use rayon::prelude::*;
 
@@ -188,6 +188,11 @@ pub fn label_batch(
 
 /// One worker's buffers.
 struct Work {
+    /// Site percolation: the size counts on the spec's boundary (no label image, no pass over
+    /// one: `SampleStats::from_size_counts`).
+    counter: Labeler,
+    counts: SizeCounts,
+    /// Bond percolation: the open sheet's labels, joined here across the wrapped edges.
     labeler: Labeler,
     lattice: Array2<u8>,
     bonds: PackedBonds,
@@ -209,6 +214,12 @@ impl Work {
             .backend(Backend::Cpu)
             .parallelism(Parallelism::Sequential);
         Ok(Work {
+            counter: Labeler::with_options(
+                Options::new(spec.connectivity, spec.boundary)
+                    .backend(Backend::Cpu)
+                    .parallelism(Parallelism::Sequential),
+            )?,
+            counts: SizeCounts::new(),
             labeler: Labeler::with_options(options)?,
             lattice: Array2::zeros((spec.height, spec.width)),
             bonds: PackedBonds::default(),
@@ -220,20 +231,23 @@ impl Work {
         })
     }
 
-    /// Labels the open sheet of `lattice` (site percolation) or of `self.bonds` (bond
-    /// percolation), joins the pieces across the wrapped edges by winding and reduces.
+    /// Site percolation: the size counts of `lattice`, reduced. Bond percolation: labels the
+    /// open sheet of `self.bonds`, joins the pieces across the wrapped edges by winding and
+    /// reduces.
     fn stats(
         &mut self,
         lattice: ArrayView2<'_, u8>,
         spec: &BatchSpec,
         ns: &mut [u64],
     ) -> Result<SampleStats> {
-        let pieces = if spec.bonds {
-            self.labeler
-                .label_packed_bonds_into(&self.bonds, self.labels.view_mut())?
-        } else {
-            self.labeler.label_into(lattice, self.labels.view_mut())?
-        };
+        if !spec.bonds {
+            self.counter.size_counts_into(lattice, &mut self.counts)?;
+            let ns = (!ns.is_empty()).then_some(ns);
+            return Ok(SampleStats::from_size_counts(&self.counts, ns));
+        }
+        let pieces = self
+            .labeler
+            .label_packed_bonds_into(&self.bonds, self.labels.view_mut())?;
         self.piece_size.clear();
         self.piece_size.resize(pieces + 1, 0);
         let mut occupied = 0u32;

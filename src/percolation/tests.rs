@@ -426,8 +426,10 @@ fn tau_fit_recovers_an_exact_power_law() {
 }
 
 /// The GPU serves lattices too large for a block through the full-lattice analyzer's size
-/// counts; on the CPU the same reduction of `Labeler::size_counts_into` gives exactly the CPU
-/// batch's samples and `n_s`, for every boundary, both connectivities and odd shapes.
+/// counts, and the CPU's site batches reduce `Labeler::size_counts_into` the same way: one
+/// lattice at a time, that reduction gives exactly the batch's samples (in index order, over the
+/// batch's chunks) and its summed `n_s`, for every boundary, both connectivities and odd shapes.
+/// (That the reduction is right is `tests/percolation_batch.rs`'s check against `Analyzer`.)
 #[test]
 fn size_counts_reduce_to_the_batch_statistics() {
     use crate::measure::fixed_p::SampleStats;
