@@ -417,31 +417,20 @@ mod tests {
             for c in [Connectivity::Four, Connectivity::Eight] {
                 for b in Boundary::ALL {
                     let mut want = SizeCounts::new();
+                    fn counted<R: JoinRule, L: JoinRule>(
+                        forest: &R,
+                        lattice: &L,
+                        (c, b, strips): (Connectivity, Boundary, usize),
+                        out: &mut SizeCounts,
+                    ) {
+                        let (mut f, mut s) = Default::default();
+                        size_counts::count(forest, lattice, c, b, strips, &mut f, &mut s, out);
+                    }
                     let run = |strips: usize, banded: bool, out: &mut SizeCounts| {
-                        let mut forest = strips::Scratch::default();
-                        let mut scratch = size_counts::Scratch::default();
                         if banded {
-                            size_counts::count(
-                                &bands,
-                                &rule,
-                                c,
-                                b,
-                                strips,
-                                &mut forest,
-                                &mut scratch,
-                                out,
-                            );
+                            counted(&bands, &rule, (c, b, strips), out);
                         } else {
-                            size_counts::count(
-                                &rule,
-                                &rule,
-                                c,
-                                b,
-                                strips,
-                                &mut forest,
-                                &mut scratch,
-                                out,
-                            );
+                            counted(&rule, &rule, (c, b, strips), out);
                         }
                     };
                     run(1, false, &mut want);

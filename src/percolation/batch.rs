@@ -210,20 +210,26 @@ const BOTTOM: u8 = 8;
 
 impl Work {
     fn new(spec: &BatchSpec) -> Result<Work> {
-        let options = Options::new(spec.connectivity, Boundary::Open)
-            .backend(Backend::Cpu)
-            .parallelism(Parallelism::Sequential);
-        Ok(Work {
-            counter: Labeler::with_options(
-                Options::new(spec.connectivity, spec.boundary)
+        let on_cpu = |boundary| {
+            Labeler::with_options(
+                Options::new(spec.connectivity, boundary)
                     .backend(Backend::Cpu)
                     .parallelism(Parallelism::Sequential),
-            )?,
+            )
+        };
+        // (Only bond batches label: site batches keep no label image.)
+        let labels = if spec.bonds {
+            (spec.height, spec.width)
+        } else {
+            (0, 0)
+        };
+        Ok(Work {
+            counter: on_cpu(spec.boundary)?,
             counts: SizeCounts::new(),
-            labeler: Labeler::with_options(options)?,
+            labeler: on_cpu(Boundary::Open)?,
             lattice: Array2::zeros((spec.height, spec.width)),
             bonds: PackedBonds::default(),
-            labels: Array2::zeros((spec.height, spec.width)),
+            labels: Array2::zeros(labels),
             piece_size: Vec::new(),
             size: Vec::new(),
             touch: Vec::new(),
