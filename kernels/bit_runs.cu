@@ -88,16 +88,6 @@ typedef void row_t;
 #ifndef LABEL64
 #define LABEL64 0
 #endif
-// CNT_WORDS selects br_counts (the analysis's size counts): 0 a thread a node (timed), 1 a lane
-// a word (written in the thirteenth session and not yet run on a GPU:
-// CLUSTERLAB_NVRTC_DEFINES=-DCNT_WORDS=1 tries it). Defined here, at file scope, because the
-// 64-bit build reads them too (as constants it folds away).
-#ifndef CNT_WORDS
-#define CNT_WORDS 0
-#endif
-#ifndef CNT_LAZY
-#define CNT_LAZY 1
-#endif
 #if LABEL64
 typedef u64 label_t;
 typedef u64 idx_t;
@@ -884,15 +874,15 @@ __device__ __forceinline__ void add_stretches(u32* ent, u32 r, u32 len, u32 lane
 
 // The tile's roots' sizes out, after a barrier that follows the sizes and `sh`'s zeroing: an
 // interior component's into the shared histogram `sh` (or the list, when larger), then `sh`
-// into the global one; an edge component's to its local root's `sf`. `plus_own`: a root's
-// parent field holds its number + its size (by words), else its size.
+// into the global one; an edge component's to its local root's `sf`. A root's parent field
+// holds its number + its size.
 __device__ __forceinline__ void br_counts_out(u32* sm, const Geo& g, const BrTile& t, u32 nodes,
-                                              u32 mine, const BrCounts& c, bool plus_own) {
+                                              u32 mine, const BrCounts& c) {
     const u32* ent = sm;
     u32* sh = sm + OFF_RMASK;
     for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
         if (!((mine >> k) & 1u)) continue;
-        const u32 e = ent[n], s = e_par(e) - (plus_own ? n : 0u);
+        const u32 e = ent[n], s = e_par(e) - n;
         if (e & EDGE) c.sf[entry_key(e, g, t)] = (u64)s;
         else if (s <= HIST_CAP) atomicAdd(sh + s - 1, 1u);
         else ns_list(c.hist, c.tail, c.tail_cap, s, 0u);
@@ -902,51 +892,8 @@ __device__ __forceinline__ void br_counts_out(u32* sm, const Geo& g, const BrTil
         if (sh[i]) atomicAdd(c.hist + i + 1, sh[i]);
 }
 
-// CNT_WORDS (defined at the top) selects br_counts.
-#if !CNT_WORDS
-// Sizes of the tile's components, after the forest's stores (every node's parent is its local
-// root: br_label_tile without `lazy`). A root's parent field becomes its size (a tile has at
-// most 2^15 sites, so 16 bits hold it): the roots clear it, every node adds its run's sites, a
-// warp's stretch of runs of one component summed first (a large component's runs are dense in
-// raster order). Then an interior component, a whole cluster that neither wraps nor spans, is
-// counted in a shared histogram in the root masks' words (ER is stored; sh[s - 1] counts size
-// s), or listed when larger; an edge component's size goes to its local root's `sf`, flags 0.
-template <bool BAND>
-__device__ __forceinline__ void br_counts(u32* sm, const Geo& g, const BrTile& t, u32 nodes,
-                                          u32 mine, const BrCounts& c, bool lazy) {
-    (void)lazy; // (never lazy: CNT_WORDS=0 flattens)
-    u32* ent = sm;
-    u32* sh = sm + OFF_RMASK;
-    const u32 lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    __syncthreads(); // the stores of ER and of the forest read the masks and the nodes
-    for (u32 i = threadIdx.x; i < HIST_CAP; i += BR_THREADS) sh[i] = 0;
-    for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++)
-        if ((mine >> k) & 1u) ent[n] &= OWN_MASK | EDGE;
-    __syncthreads();
-    for (u32 k = 0; 32u * warp + BR_THREADS * k < nodes; k++) {
-        const u32 n = threadIdx.x + BR_THREADS * k;
-        u32 r = FULL, len = 0;
-        if (n < nodes) {
-            const u32 e = ent[n];
-            r = ((mine >> k) & 1u) ? n : e_par(e);
-            const u32 row = (e >> 10) & 31u;
-            if (BAND) {
-                u32 v[ACC_FIELDS];
-                band_sums(sm, n, row, false, v);
-                len = v[0];
-            } else {
-                len = run_len(plane(sm, P_JL, row), e & 1023u);
-            }
-        }
-        add_stretches(ent, r, len, lane);
-    }
-    __syncthreads();
-    br_counts_out(sm, g, t, nodes, mine, c, false);
-}
-#else
 // Sizes of the tile's components, after the forest's stores (a root's parent field is its own
-// number; every other node's parent is its root, or with `lazy` a tree root whose parent is its
-// root, br_label_tile's two-load find: no pass points every node at its root). A warp takes a
+// number; every other node's parent is its root). A warp takes a
 // row of nodes (a band with BAND), a lane its word: the sites before a run start are a scan of
 // the words' popcounts plus those below the start in its word, and a run's size is the
 // difference between its start's count and the next start's (the sites between are empty, or
@@ -960,7 +907,7 @@ __device__ __forceinline__ void br_counts(u32* sm, const Geo& g, const BrTile& t
 // larger; an edge component's size goes to its local root's `sf`, flags 0.
 template <bool BAND>
 __device__ __forceinline__ void br_counts(u32* sm, const Geo& g, const BrTile& t, u32 nodes,
-                                          u32 mine, const BrCounts& c, bool lazy) {
+                                          u32 mine, const BrCounts& c) {
     u32* ent = sm;
     u32* sh = sm + OFF_RMASK;
     u32* is_root = sm + OFF_RMASK; // bit n: node n is a local root (MAXN / 32 words)
@@ -1002,12 +949,7 @@ __device__ __forceinline__ void br_counts(u32* sm, const Geo& g, const BrTile& t
             m &= m - 1u;
             const u32 below = (m & (0u - m)) - 1u;
             const u32 p1 = m ? base + __popc(a & below) + __popc(b & below) : end;
-            u32 root = n;
-            if (!((is_root[n >> 5] >> (n & 31u)) & 1u)) {
-                // (lazy: a node's parent is a root or a tree root, whose parent is its root.)
-                root = e_par(ent[n]);
-                if (lazy && !((is_root[root >> 5] >> (root & 31u)) & 1u)) root = e_par(ent[root]);
-            }
+            const u32 root = ((is_root[n >> 5] >> (n & 31u)) & 1u) ? n : e_par(ent[n]);
             if (root != cur) {
                 if (cur != FULL) atomicAdd(ent + cur, acc << PAR_SHIFT);
                 cur = root;
@@ -1023,9 +965,8 @@ __device__ __forceinline__ void br_counts(u32* sm, const Geo& g, const BrTile& t
     __syncthreads(); // the sizes; the root mask's last reader
     for (u32 i = threadIdx.x; i < HIST_CAP; i += BR_THREADS) sh[i] = 0;
     __syncthreads();
-    br_counts_out(sm, g, t, nodes, mine, c, true);
+    br_counts_out(sm, g, t, nodes, mine, c);
 }
-#endif // CNT_WORDS
 #endif
 
 // The labeling pass. Grid: one CTA of BR_THREADS per tile (tiles_x * tiles_y); dynamic shared
@@ -1159,11 +1100,10 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
         for (u32 i = threadIdx.x; i < MAXN / 32u; i += BR_THREADS) sm[OFF_MULTI + i] = 0;
     u32 mine;
     constexpr bool BAND = BANDS;
-    // Labels written once with no analysis, and the size counts (whose br_counts tells roots
-    // from a mask), leave the nodes other than tree roots unflattened (br_label_tile; root_of).
-    // CNT_LAZY=0 flattens them for the counts (to time one against the other); the counts
-    // are lazy only by words (CNT_WORDS), whose roots come from a mask.
-    const bool lazy = !LABEL64 && !ANA && (CNT ? CNT_WORDS && CNT_LAZY : (vec & 8u) != 0);
+    // Labels written once with no analysis leave the nodes other than tree roots unflattened
+    // (br_label_tile; root_of). The size counts flatten: on the H100 that was 0.00-0.04 ms
+    // faster at 16384² than br_counts's two-load find (BENCHMARKS.md).
+    const bool lazy = !LABEL64 && !ANA && !CNT && (vec & 8u) != 0;
     const u32 nodes =
         br_label_tile<BAND>(in, g, t, vec, sm, mine, ANA ? sm + OFF_MULTI : nullptr, lazy);
     u32* ent = sm;
@@ -1225,7 +1165,7 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
         __syncthreads();
     }
     for (u32 n = threadIdx.x, k = 0; n < nodes; n += BR_THREADS, k++) {
-        if ((lazy && !CNT) || !((mine >> k) & 1u)) continue; // (lazy: done above)
+        if (lazy || !((mine >> k) & 1u)) continue; // (lazy: done above)
         const u32 e = ent[n];
         br_root_bit(sm, RB, e);
 #if LABEL64
@@ -1289,7 +1229,7 @@ __device__ __forceinline__ void br_local_body(const site_t* __restrict__ in, lab
     }
 #else
     br_store_labels<BAND>(L, g, t, vec, sm, forest_only, lazy);
-    if (CNT) br_counts<BAND>(sm, g, t, nodes, mine, counts, lazy);
+    if (CNT) br_counts<BAND>(sm, g, t, nodes, mine, counts);
 #endif
 }
 

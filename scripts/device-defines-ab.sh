@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Runs ON the GPU machine from the repository root, with .device-bin/ carried (built here by
 # scripts/build-device.sh): a kernel's compile-time choice against the default, from the same
-# binaries. DEFINES (say "-DCNT_WORDS=1") goes to NVRTC through CLUSTERLAB_NVRTC_DEFINES:
+# binaries. DEFINES (say "-DNAME=1") goes to NVRTC through CLUSTERLAB_NVRTC_DEFINES:
 #   1. the GPU tests named in TESTS (default "size_counts gpu_analysis"), --ignored, with it on;
 #   2. gpu_analysis --check at CHECK_SIZE (default 4100) with it on (its check lines);
 #   3. ROUNDS (default 2) rounds of gpu_analysis --table-only --reps 10 (ARGS adds flags),
@@ -10,7 +10,7 @@
 set -uo pipefail
 OUT=${OUT:-/tmp/device-out}
 mkdir -p "$OUT"
-DEFINES=${DEFINES:?set DEFINES, say DEFINES=-DCNT_WORDS=1}
+DEFINES=${DEFINES:?set DEFINES, say DEFINES=-DNAME=1}
 export LD_LIBRARY_PATH=$(ls -d /usr/local/cuda*/lib64 | head -1):${LD_LIBRARY_PATH:-}
 log="$OUT/ab.log"
 status=0
