@@ -893,18 +893,17 @@ __device__ __forceinline__ void br_counts_out(u32* sm, const Geo& g, const BrTil
 }
 
 // Sizes of the tile's components, after the forest's stores (a root's parent field is its own
-// number; every other node's parent is its root). A warp takes a
-// row of nodes (a band with BAND), a lane its word: the sites before a run start are a scan of
-// the words' popcounts plus those below the start in its word, and a run's size is the
-// difference between its start's count and the next start's (the sites between are empty, or
-// the run's own with segments), with no search for a node's run. A lane sums its consecutive
-// runs of one root and adds each sum into the root's parent field (which becomes its number +
-// its size: a tile has at most 2^15 sites and 2^14 nodes, so 16 bits hold it), the lanes' last
-// sums of one root summed across the warp first (a large component's runs cross words). Roots
-// are told from the mask of `mine` (in the root masks' words, which the size counts leave
-// unused). Then an interior component, a whole cluster that neither wraps nor spans, is counted
-// in a shared histogram in the root masks' words (sh[s - 1] counts size s), or listed when
-// larger; an edge component's size goes to its local root's `sf`, flags 0.
+// number; every other node's parent is its root). A warp takes a row of nodes (a band with BAND),
+// a lane its word: the sites before a run start are a scan of the words' popcounts plus those
+// below the start in its word, and a run's size is the difference between its start's count and
+// the next start's (the sites between are empty, or the run's own with segments), with no search
+// for a node's run. A lane sums its consecutive runs of one root and adds each sum into the root's
+// parent field (which becomes its number + its size: a tile has at most 2^15 sites and 2^14 nodes,
+// so 16 bits hold it), the lanes' last sums of one root summed across the warp first (a large
+// component's runs cross words). Roots are told from the mask of `mine` (in the root masks' words,
+// which the size counts leave unused). Then an interior component, a whole cluster that neither
+// wraps nor spans, is counted in a shared histogram in the root masks' words (sh[s - 1] counts
+// size s), or listed when larger; an edge component's size goes to its local root's `sf`, flags 0.
 template <bool BAND>
 __device__ __forceinline__ void br_counts(u32* sm, const Geo& g, const BrTile& t, u32 nodes,
                                           u32 mine, const BrCounts& c) {
