@@ -236,11 +236,12 @@ impl Labeler {
     /// than [`Labeler::label_into`]'s time (0.6–0.9× on the 2-core development machine: the
     /// strip labeler's forest, in two-row bands for 8-connected occupancy, with the sizes
     /// summed over its runs; no label is written: `benches/size_counts.rs`), whatever the
-    /// algorithm set, and segments are counted too. It allocates nothing once a call has seen the shape and at least as many
-    /// runs of joined sites (warm up as for `label_into`, with a checkerboard;
-    /// `tests/allocations.rs` counts it: 0 allocations over 240 timesteps on one thread; a
-    /// pool of threads adds rayon's own bookkeeping, about one allocation per 60 calls). On a GPU ([`Backend::Cuda`]) it runs the GPU
-    /// analyzer's `size_counts` (occupancy lattices only).
+    /// algorithm set, and segments are counted too. It allocates nothing once a call has seen
+    /// the shape and at least as many runs of joined sites (warm up as for `label_into`, with
+    /// a checkerboard; `tests/allocations.rs` counts it: 0 allocations over 240 timesteps on
+    /// one thread; a pool of threads adds rayon's own bookkeeping, about one allocation per 60
+    /// calls). On a GPU ([`Backend::Cuda`]) it runs the GPU analyzer's `size_counts`
+    /// (occupancy lattices only).
     ///
     /// ```
     /// use clusterlab::{Boundary, Connectivity, Labeler, SizeCounts};

@@ -192,9 +192,8 @@ impl CpuBackend {
         }
     }
 
-    /// Size counts with the strip labeler's forest, whatever `spec.algorithm` (the counts do not
-    /// depend on it).
-    /// The size counts of `lattice`, whose forest `rule` makes (see [`size_counts::count`]).
+    /// The size counts of `lattice` with the strip labeler's forest, which `rule` makes (see
+    /// [`size_counts::count`]), whatever `spec.algorithm` (the counts do not depend on it).
     fn count<R: JoinRule, L: JoinRule>(
         &mut self,
         rule: &R,
@@ -392,6 +391,15 @@ mod tests {
     /// rows, odd heights (a last band of one row) included.
     #[test]
     fn size_counts_equal_for_any_strip_count() {
+        fn counted<R: JoinRule, L: JoinRule>(
+            forest: &R,
+            lattice: &L,
+            (c, b, strips): (Connectivity, Boundary, usize),
+            out: &mut SizeCounts,
+        ) {
+            let (mut f, mut s) = Default::default();
+            size_counts::count(forest, lattice, c, b, strips, &mut f, &mut s, out);
+        }
         let mut seed = 0x2545_f491_4f6c_dd1du64;
         for (h, w) in [
             (300, 77),
@@ -417,15 +425,6 @@ mod tests {
             for c in [Connectivity::Four, Connectivity::Eight] {
                 for b in Boundary::ALL {
                     let mut want = SizeCounts::new();
-                    fn counted<R: JoinRule, L: JoinRule>(
-                        forest: &R,
-                        lattice: &L,
-                        (c, b, strips): (Connectivity, Boundary, usize),
-                        out: &mut SizeCounts,
-                    ) {
-                        let (mut f, mut s) = Default::default();
-                        size_counts::count(forest, lattice, c, b, strips, &mut f, &mut s, out);
-                    }
                     let run = |strips: usize, banded: bool, out: &mut SizeCounts| {
                         if banded {
                             counted(&bands, &rule, (c, b, strips), out);
