@@ -701,6 +701,12 @@ ns_seam_nodes(const site_t* __restrict__ in, const u32* L, Geo g, const u64* sf,
 }
 
 // The link "the shift of b's piece minus a's is (kx, ky)" (Joined::link, concurrently).
+// SEAM_OR_GUARD=1 (written, not yet timed: BENCHMARKS.md, sixteenth session) reads a root's loop
+// flags before the atomicOr that would set them: many of the large cluster's links close loops
+// on one root, and atomics on one address serialize.
+#ifndef SEAM_OR_GUARD
+#define SEAM_OR_GUARD 0
+#endif
 __device__ __forceinline__ void seam_link(const Seam& s, u32* hist, u32 a, u32 b, int kx, int ky) {
     a = s.NO[a];
     b = s.NO[b];
@@ -711,7 +717,11 @@ __device__ __forceinline__ void seam_link(const Seam& s, u32* hist, u32 a, u32 b
         const u32 rb = seam_find(s.W, b, &bx, &by);
         if (ra == rb) {
             const u32 f = (bx - ax - kx != 0 ? 1u : 0u) | (by - ay - ky != 0 ? 2u : 0u);
+#if SEAM_OR_GUARD
+            if (f & ~__ldcg(s.FL + ra)) atomicOr(s.FL + ra, f);
+#else
             if (f) atomicOr(s.FL + ra, f);
+#endif
             return;
         }
         int rx = kx - bx + ax, ry = ky - by + ay; // shift(rb) - shift(ra)
