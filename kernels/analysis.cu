@@ -701,27 +701,35 @@ ns_seam_nodes(const site_t* __restrict__ in, const u32* L, Geo g, const u64* sf,
 }
 
 // The link "the shift of b's piece minus a's is (kx, ky)" (Joined::link, concurrently).
-// SEAM_OR_GUARD=1 (written, not yet timed: BENCHMARKS.md, sixteenth session) reads a root's loop
-// flags before the atomicOr that would set them: many of the large cluster's links close loops
-// on one root, and atomics on one address serialize.
-#ifndef SEAM_OR_GUARD
-#define SEAM_OR_GUARD 0
+// SEAM_SELF=1 (default 0 until the GPU tests have run with it; BENCHMARKS.md, seventeenth
+// session: 0.01-0.03 ms off n_s on an 8-connected 16384^2 torus, H100, and gpu_analysis --check
+// exact): a link between two edge sites of one piece (the spanning cluster's, mostly) closes a
+// loop of shift k on that node without a find; one lane per node and warp sets the flags not
+// yet set in the node's own word, and ns_seam_sum ORs each node's into its root.
+#ifndef SEAM_SELF
+#define SEAM_SELF 0
 #endif
 __device__ __forceinline__ void seam_link(const Seam& s, u32* hist, u32 a, u32 b, int kx, int ky) {
     a = s.NO[a];
     b = s.NO[b];
     if (a == FULL || b == FULL) return;
+#if SEAM_SELF
+    if (a == b) {
+        u32 f = (kx != 0 ? 1u : 0u) | (ky != 0 ? 2u : 0u);
+        const u32 peers = __match_any_sync(__activemask(), a);
+        f = (__any_sync(peers, f & 1u) ? 1u : 0u) | (__any_sync(peers, f & 2u) ? 2u : 0u);
+        if ((threadIdx.x & 31u) != (u32)(__ffs(peers) - 1)) return;
+        if (f & ~__ldcg(s.FL + a)) atomicOr(s.FL + a, f);
+        return;
+    }
+#endif
     while (true) {
         int ax, ay, bx, by;
         const u32 ra = seam_find(s.W, a, &ax, &ay);
         const u32 rb = seam_find(s.W, b, &bx, &by);
         if (ra == rb) {
             const u32 f = (bx - ax - kx != 0 ? 1u : 0u) | (by - ay - ky != 0 ? 2u : 0u);
-#if SEAM_OR_GUARD
-            if (f & ~__ldcg(s.FL + ra)) atomicOr(s.FL + ra, f);
-#else
             if (f) atomicOr(s.FL + ra, f);
-#endif
             return;
         }
         int rx = kx - bx + ax, ry = ky - by + ay; // shift(rb) - shift(ra)
